@@ -1,0 +1,128 @@
+import { parseArgs } from 'node:util';
+import { type Static, Type } from 'typebox';
+import { Compile } from 'typebox/compile';
+
+/** Every setting: its environment variable, its flag, its rule. The README's table mirrors it. */
+const ConfigSchema = Type.Object(
+  {
+    PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
+    HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+    DATABASE_URL: Type.String({ minLength: 1, default: './data/users.db' }),
+    LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
+    SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 }),
+  },
+  { additionalProperties: false },
+);
+type RawConfig = Static<typeof ConfigSchema>;
+const checkConfig = Compile(ConfigSchema);
+
+export type LogLevel = RawConfig['LOG_LEVEL'];
+
+export type DatabaseConfig = { kind: 'sqlite'; path: string };
+
+export interface Config {
+  port: number;
+  host: string;
+  database: DatabaseConfig;
+  logLevel: LogLevel;
+  shutdownTimeoutMs: number;
+}
+
+const FLAGS = {
+  port: 'PORT',
+  host: 'HOST',
+  'database-url': 'DATABASE_URL',
+  'log-level': 'LOG_LEVEL',
+  'shutdown-timeout-ms': 'SHUTDOWN_TIMEOUT_MS',
+} as const satisfies Record<string, keyof RawConfig>;
+
+const INTEGER_SETTINGS = new Set<string>(['PORT', 'SHUTDOWN_TIMEOUT_MS']);
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Reads settings from the environment, overridden by flags (`--port 8080`); throws ConfigError. */
+export function loadConfig(env: Record<string, string | undefined>, argv: string[]): Readonly<Config> {
+  const raw: Record<string, unknown> = {};
+  for (const name of Object.values(FLAGS)) {
+    const value = env[name];
+    if (value !== undefined && value !== '') raw[name] = value;
+  }
+  let flags: Record<string, string | undefined>;
+  try {
+    const options = Object.fromEntries(Object.keys(FLAGS).map((flag) => [flag, { type: 'string' as const }]));
+    flags = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values as Record<
+      string,
+      string | undefined
+    >;
+  } catch (error) {
+    throw new ConfigError(
+      `${(error as Error).message}. Known flags: ${Object.keys(FLAGS)
+        .map((f) => `--${f}`)
+        .join(', ')}`,
+    );
+  }
+  for (const [flag, name] of Object.entries(FLAGS)) {
+    const value = flags[flag];
+    if (value !== undefined) raw[name] = value;
+  }
+  const problems = new Map<string, string>();
+  for (const name of INTEGER_SETTINGS) {
+    const value = raw[name];
+    if (value === undefined) continue;
+    if (typeof value === 'string' && /^[0-9]{1,9}$/.test(value)) raw[name] = Number(value);
+    else problems.set(name, `${name} must be a whole number, got ${JSON.stringify(value)}`);
+  }
+  for (const [name, property] of Object.entries(ConfigSchema.properties)) {
+    if (raw[name] === undefined || problems.has(name)) raw[name] = 'default' in property ? property.default : undefined;
+  }
+  for (const error of checkConfig.Errors(raw)) {
+    const name = error.instancePath.slice(1);
+    if (name !== '' && !problems.has(name)) {
+      problems.set(name, `${name} ${describe(name)}, got ${JSON.stringify(raw[name])}`);
+    }
+  }
+  const database = problems.has('DATABASE_URL') ? undefined : parseDatabaseUrl(String(raw.DATABASE_URL));
+  if (typeof database === 'string') problems.set('DATABASE_URL', database);
+  if (problems.size > 0 || database === undefined || typeof database === 'string') {
+    throw new ConfigError(`invalid settings:\n  - ${[...problems.values()].join('\n  - ')}`);
+  }
+  const valid = raw as RawConfig;
+  return Object.freeze({
+    port: valid.PORT,
+    host: valid.HOST,
+    database,
+    logLevel: valid.LOG_LEVEL,
+    shutdownTimeoutMs: valid.SHUTDOWN_TIMEOUT_MS,
+  });
+}
+
+function describe(name: string): string {
+  switch (name) {
+    case 'PORT':
+      return 'must be a port number from 0 to 65535';
+    case 'HOST':
+      return 'must be a host name or IP address to listen on';
+    case 'LOG_LEVEL':
+      return 'must be one of fatal, error, warn, info, debug, trace, silent';
+    case 'SHUTDOWN_TIMEOUT_MS':
+      return 'must be a whole number of milliseconds up to 600000';
+    default:
+      return 'is invalid';
+  }
+}
+
+/** `file:PATH`, a plain path, or `:memory:`; returns a message when the URL is not usable. */
+export function parseDatabaseUrl(url: string): DatabaseConfig | string {
+  if (url === ':memory:' || url === 'file::memory:') return { kind: 'sqlite', path: ':memory:' };
+  if (/^postgres(ql)?:\/\//i.test(url)) {
+    return 'DATABASE_URL: PostgreSQL is not supported by this version yet; use a file path for SQLite';
+  }
+  if (url.startsWith('file://')) return { kind: 'sqlite', path: decodeURIComponent(new URL(url).pathname) };
+  if (url.startsWith('file:')) return { kind: 'sqlite', path: url.slice('file:'.length) || './data/users.db' };
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
+    return `DATABASE_URL: unsupported scheme in ${JSON.stringify(url.replace(/\/\/[^@/]*@/, '//***@'))}; use file:PATH, a path, or :memory:`;
+  }
+  return { kind: 'sqlite', path: url };
+}

@@ -1,0 +1,59 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+
+interface EntityTag {
+  weak: boolean;
+  opaque: string;
+}
+
+/** Parses an If-Match / If-None-Match value: `*` or a list of entity tags; junk is ignored. */
+export function parseEntityTags(header: string): '*' | EntityTag[] {
+  if (header.trim() === '*') return '*';
+  const tags: EntityTag[] = [];
+  for (const match of header.matchAll(/(W\/)?("[^"]*")/g)) {
+    tags.push({ weak: match[1] !== undefined, opaque: match[2] as string });
+  }
+  return tags;
+}
+
+/** If-Match uses strong comparison: a weak tag never matches. */
+export function ifMatchHolds(header: string, etag: string): boolean {
+  const tags = parseEntityTags(header);
+  return tags === '*' || tags.some((tag) => !tag.weak && tag.opaque === etag);
+}
+
+/** If-None-Match uses weak comparison. */
+function ifNoneMatchHolds(header: string, etag: string): boolean {
+  const tags = parseEntityTags(header);
+  if (tags === '*') return false;
+  const opaque = etag.startsWith('W/') ? etag.slice(2) : etag;
+  return !tags.some((tag) => tag.opaque === opaque);
+}
+
+function bodyEtag(payload: string | Buffer): string {
+  return `"${createHash('sha1').update(payload).digest('base64url')}"`;
+}
+
+/**
+ * Every successful GET (and HEAD) answers an ETag: the one a route set (a record's version), or a
+ * hash of the body. A matching If-None-Match turns the answer into a 304 with no body.
+ */
+export function registerConditionalGet(app: FastifyInstance): void {
+  app.addHook('onSend', async (request, reply, payload) => {
+    if ((request.method !== 'GET' && request.method !== 'HEAD') || reply.statusCode !== 200) return payload;
+    if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload;
+    let etag = reply.getHeader('etag');
+    if (typeof etag !== 'string') {
+      etag = bodyEtag(payload);
+      reply.header('etag', etag);
+    }
+    const ifNoneMatch = request.headers['if-none-match'];
+    if (ifNoneMatch !== undefined && !ifNoneMatchHolds(ifNoneMatch, etag)) {
+      reply.code(304);
+      reply.removeHeader('content-type');
+      reply.removeHeader('content-length');
+      return '';
+    }
+    return payload;
+  });
+}

@@ -1,0 +1,84 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  codeForStatus,
+  HttpError,
+  PROBLEM_CONTENT_TYPE,
+  type Problem,
+  type ProblemCode,
+  problem,
+  toProblem,
+} from './problem.ts';
+
+/** Sends a problem-details body. */
+export function sendProblem(reply: FastifyReply, body: Problem): FastifyReply {
+  return reply.code(body.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(body));
+}
+
+/** Words for framework errors; their own messages may quote the request, so they are not used. */
+const FRAMEWORK_DETAILS: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'The body is larger than the service accepts (64 KiB).',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'The Content-Length header does not match the body.',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'The body has no usable Content-Type.',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'The JSON body is empty.',
+  FST_ERR_BAD_URL: 'The URL is not correctly percent-encoded.',
+  FST_ERR_MAX_PARAM_LENGTH: 'The URL path is too long.',
+};
+
+/** Turns anything thrown into problem details; 5xx hide their cause from the client and log it. */
+export function toHttpError(error: unknown): HttpError {
+  if (error instanceof HttpError) return error;
+  const fastifyError = error as Partial<FastifyError>;
+  const status = fastifyError.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    const code: ProblemCode = codeForStatus(status);
+    const detail = FRAMEWORK_DETAILS[fastifyError.code ?? ''] ?? `${STATUS_CODES[status] ?? 'Bad request'}.`;
+    return new HttpError(code, detail);
+  }
+  return new HttpError('internal', 'The service failed to handle the request; it has been logged.');
+}
+
+export function registerErrorHandlers(app: FastifyInstance): void {
+  app.setErrorHandler((error, request, reply) => {
+    const httpError = toHttpError(error);
+    if (httpError.status >= 500) request.log.error({ err: error }, 'request failed');
+    else request.log.info({ problem: httpError.code, status: httpError.status }, 'request refused');
+    reply.headers(httpError.headers);
+    return sendProblem(reply, toProblem(httpError));
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(reply, problem('not-found', `There is nothing at ${request.method} ${pathOf(request)}.`)),
+  );
+}
+
+function pathOf(request: FastifyRequest): string {
+  return request.url.split('?')[0] ?? '/';
+}
+
+/** For FastifyServerOptions.frameworkErrors: errors raised before routing (bad URL encoding). */
+export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const httpError = toHttpError(error);
+  void sendProblem(reply, toProblem(httpError));
+}
+
+/** For FastifyServerOptions.clientErrorHandler: requests Node's HTTP parser could not read. */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  let body: Problem;
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    body = problem('request-timeout', 'The request took too long to arrive.');
+  } else if (error.code === 'HPE_HEADER_OVERFLOW') {
+    body = problem('headers-too-large', 'The request line and headers together exceed the limit.');
+  } else {
+    body = problem('malformed-request', 'The request is not valid HTTP.');
+  }
+  if (socket.writable) {
+    const text = JSON.stringify(body);
+    socket.write(
+      `HTTP/1.1 ${body.status} ${STATUS_CODES[body.status]}\r\nConnection: close\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
+    );
+  }
+  socket.destroy(error);
+}

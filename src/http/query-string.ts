@@ -1,0 +1,76 @@
+/**
+ * A strict `application/x-www-form-urlencoded` parser, used for query strings and form bodies.
+ * Unlike lenient parsers it never alters a value: a malformed percent-escape or bytes that are not
+ * valid UTF-8 make the parameter malformed, and the request is refused instead of storing a guess.
+ * A repeated parameter becomes an array so that validation can refuse it by name.
+ */
+
+/** Names (as sent) of parameters that could not be decoded. */
+export const MALFORMED = Symbol('malformed parameters');
+
+export type ParamValue = string | string[];
+export type ParsedParams = Record<string, ParamValue> & { [MALFORMED]?: string[] };
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function hexValue(code: number): number {
+  if (code >= 48 && code <= 57) return code - 48;
+  if (code >= 65 && code <= 70) return code - 55;
+  if (code >= 97 && code <= 102) return code - 87;
+  return -1;
+}
+
+/**
+ * Decodes one component. Characters up to U+00FF are taken as the bytes Node's HTTP parser read
+ * (it hands over raw bytes as latin1); anything above comes from in-process callers and is UTF-8
+ * encoded. Returns undefined when the component is malformed.
+ */
+export function decodeComponent(raw: string): string | undefined {
+  const plus = raw.replaceAll('+', ' ');
+  if (!/[%\u0080-\uffff]/.test(plus)) return plus;
+  const bytes: number[] = [];
+  for (let i = 0; i < plus.length; i++) {
+    const code = plus.charCodeAt(i);
+    if (code === 37) {
+      const high = hexValue(plus.charCodeAt(i + 1));
+      const low = hexValue(plus.charCodeAt(i + 2));
+      if (high < 0 || low < 0) return undefined;
+      bytes.push(high * 16 + low);
+      i += 2;
+    } else if (code <= 0xff) {
+      bytes.push(code);
+    } else {
+      const point = plus.codePointAt(i) ?? code;
+      bytes.push(...Buffer.from(String.fromCodePoint(point), 'utf8'));
+      if (point > 0xffff) i++;
+    }
+  }
+  try {
+    return utf8.decode(Uint8Array.from(bytes));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Parses `a=1&b=2` into a prototype-less object; never throws. */
+export function parseParams(raw: string): ParsedParams {
+  const params: ParsedParams = Object.create(null);
+  if (raw === '') return params;
+  for (const part of raw.split('&')) {
+    if (part === '') continue;
+    const eq = part.indexOf('=');
+    const rawName = eq === -1 ? part : part.slice(0, eq);
+    const name = decodeComponent(rawName);
+    const value = decodeComponent(eq === -1 ? '' : part.slice(eq + 1));
+    if (name === undefined || value === undefined) {
+      params[MALFORMED] ??= [];
+      params[MALFORMED].push(name ?? rawName);
+      continue;
+    }
+    const existing = params[name];
+    if (existing === undefined) params[name] = value;
+    else if (Array.isArray(existing)) existing.push(value);
+    else params[name] = [existing, value];
+  }
+  return params;
+}

@@ -1,0 +1,56 @@
+import { STATUS_CODES } from 'node:http';
+import { type TSchema, Type } from 'typebox';
+import { PROBLEM_CONTENT_TYPE } from './problem.ts';
+
+/** RFC 9457 problem details, the body of every error. */
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String({ description: 'A stable problem type, e.g. /problems/invalid-input.' }),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    errors: Type.Optional(
+      Type.Array(
+        Type.Object({
+          parameter: Type.String({ description: 'The parameter at fault.' }),
+          detail: Type.String({ description: 'What it must be.' }),
+        }),
+      ),
+    ),
+  },
+  { description: 'RFC 9457 problem details.' },
+);
+
+const ERROR_MEANINGS: Record<number, string> = {
+  400: 'Invalid input (every bad parameter is listed in `errors`), a malformed body or an unsupported body type. Nothing was stored.',
+  404: 'No record with that id, or an id that is not a positive integer.',
+  405: 'The path does not serve this method; see the Allow header.',
+  412: 'If-Match did not match the current ETag; nothing was changed.',
+  413: 'The body is larger than 64 KiB.',
+  500: 'An internal error; the cause is logged, not shown.',
+  503: 'The database is not reachable or the service is shutting down.',
+};
+
+/** Declares the given error statuses of a route, all in the problem-details shape. */
+export function problemResponses(...statuses: number[]): Record<number, TSchema> {
+  return Object.fromEntries(
+    statuses.map((status) => [
+      status,
+      {
+        description: ERROR_MEANINGS[status] ?? STATUS_CODES[status] ?? 'Error',
+        content: { [PROBLEM_CONTENT_TYPE]: { schema: ProblemSchema } },
+      } as unknown as TSchema,
+    ]),
+  );
+}
+
+/** A JSON success response with a description and response headers, for the OpenAPI document. */
+export function jsonResponse(schema: TSchema, description: string, headers: Record<string, string> = {}): TSchema {
+  return {
+    description,
+    headers: Object.fromEntries(
+      Object.entries(headers).map(([name, text]) => [name, { description: text, schema: { type: 'string' } }]),
+    ),
+    content: { 'application/json': { schema } },
+  } as unknown as TSchema;
+}

@@ -1,0 +1,84 @@
+import type { FastifySchemaCompiler } from 'fastify';
+import type { TSchema } from 'typebox';
+import { Compile } from 'typebox/compile';
+import type { TLocalizedValidationError } from 'typebox/error';
+import { type FieldError, HttpError } from './problem.ts';
+
+/**
+ * Compiles route schemas with TypeBox: all errors at once, no type coercion, unknown parameters
+ * refused. Failures become one 400 problem whose `errors` name every parameter at fault.
+ * Bodies are not validated here: they carry the same parameters as the query string and are merged
+ * into it before validation (see users/input.ts), so one schema checks both forms.
+ */
+export function createValidatorCompiler(rules: Readonly<Record<string, string>>): FastifySchemaCompiler<TSchema> {
+  return ({ schema, httpPart }) => {
+    if (httpPart === 'body') return (value) => ({ value });
+    const check = Compile(schema);
+    return (value) => {
+      if (check.Check(value)) return { value };
+      const errors = fieldErrors(check.Errors(value), value, rules);
+      return { error: invalidInput(errors) };
+    };
+  };
+}
+
+export function invalidInput(errors: FieldError[]): HttpError {
+  const names = [...new Set(errors.map((error) => error.parameter))];
+  const detail =
+    names.length === 0 ? 'The request parameters are invalid.' : `Invalid parameters: ${names.join(', ')}.`;
+  return new HttpError('invalid-input', detail, { errors });
+}
+
+/** One entry per parameter at fault, in a stable order, in words a client can act on. */
+export function fieldErrors(
+  errors: TLocalizedValidationError[],
+  value: unknown,
+  rules: Readonly<Record<string, string>>,
+): FieldError[] {
+  const found = new Map<string, string>();
+  const add = (parameter: string, detail: string) => {
+    if (!found.has(parameter)) found.set(parameter, detail);
+  };
+  const input = (value ?? {}) as Record<string, unknown>;
+  const alternatives = errors
+    .filter((error) => error.keyword === 'required' && error.schemaPath.startsWith('#/anyOf'))
+    .flatMap((error) => (error.params as { requiredProperties: string[] }).requiredProperties);
+
+  for (const error of errors) {
+    const name = error.instancePath.split('/')[1];
+    switch (error.keyword) {
+      case 'additionalProperties':
+        for (const extra of error.params.additionalProperties) add(extra, 'is not a known parameter');
+        break;
+      case 'required':
+        if (!error.schemaPath.startsWith('#/anyOf')) {
+          for (const missing of error.params.requiredProperties) add(missing, 'is required');
+        }
+        break;
+      case 'anyOf':
+        if (name === undefined) {
+          for (const option of alternatives) add(option, `at least one of ${alternatives.join(', ')} is required`);
+        }
+        break;
+      case 'boolean':
+        break;
+      default:
+        if (name !== undefined) add(name, describe(name, error, input[name], rules));
+    }
+  }
+  return [...found].map(([parameter, detail]) => ({ parameter, detail }));
+}
+
+function describe(
+  name: string,
+  error: TLocalizedValidationError,
+  value: unknown,
+  rules: Readonly<Record<string, string>>,
+): string {
+  if (Array.isArray(value)) return 'must be given only once, as a single value';
+  if (typeof value === 'string') {
+    if (error.keyword === 'minLength') return 'must not be empty or blank';
+    if (error.keyword === 'maxLength') return `must be at most ${error.params.limit} characters`;
+  }
+  return `must be ${rules[name] ?? 'valid'}`;
+}

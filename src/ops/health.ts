@@ -1,0 +1,42 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { HttpError } from '../http/problem.ts';
+import { jsonResponse, problemResponses } from '../http/schemas.ts';
+import type { UserStore } from '../store/store.ts';
+
+const Status = Type.Object({ status: Type.Literal('ok') });
+
+/** `/healthz`: the process answers. `/readyz`: and its database answers too. */
+export function registerHealthRoutes(app: FastifyInstance, store: UserStore): void {
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'Liveness: the process is up',
+        response: { 200: jsonResponse(Status, 'Alive.') },
+      },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
+
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'Readiness: the database answers',
+        response: { 200: jsonResponse(Status, 'Ready.'), ...problemResponses(503) },
+      },
+    },
+    async (request) => {
+      try {
+        await store.ping();
+      } catch (error) {
+        request.log.warn({ err: error }, 'database not reachable');
+        throw new HttpError('unavailable', 'The database is not reachable.');
+      }
+      return { status: 'ok' as const };
+    },
+  );
+}

@@ -1,0 +1,50 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.ts';
+import { ConfigError, loadConfig } from './config.ts';
+import { openStore } from './store/open-store.ts';
+
+/** Loads settings, opens storage, listens; on SIGTERM/SIGINT finishes in-flight requests and closes. */
+async function main(): Promise<void> {
+  const config = loadConfig(process.env, process.argv.slice(2));
+  const store = openStore(config.database);
+  let app: FastifyInstance;
+  try {
+    app = await buildApp(config, { store });
+    await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      app.log.error('shutdown timed out; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs);
+    timer.unref();
+    try {
+      await app.close();
+      await store.close();
+      app.log.info('stopped');
+      process.exit(0);
+    } catch (error) {
+      app.log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`user-records: ${error.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`user-records: failed to start: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});

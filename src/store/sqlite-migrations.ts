@@ -1,0 +1,52 @@
+import type { Database } from 'better-sqlite3';
+
+/** Numbered schema changes, applied in order at start. Never edit one that has shipped. */
+const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+  {
+    version: 1,
+    name: 'create users',
+    sql: `
+      CREATE TABLE users (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
+        age INTEGER NOT NULL CHECK (age BETWEEN 0 AND 150),
+        city TEXT NOT NULL CHECK (length(city) BETWEEN 1 AND 200),
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        version INTEGER NOT NULL DEFAULT 1
+      ) STRICT;
+      CREATE INDEX users_name ON users (name);
+      CREATE INDEX users_city ON users (city);
+      CREATE INDEX users_age ON users (age);
+    `,
+  },
+];
+
+/**
+ * Brings the schema up to date in one immediate transaction, so several processes starting on the
+ * same file apply each migration once. Refuses a database written by a newer version.
+ */
+export function migrate(db: Database): void {
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+  ) STRICT`);
+  const apply = db.transaction(() => {
+    const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
+    const newest = Math.max(0, ...applied);
+    const known = MIGRATIONS.at(-1)?.version ?? 0;
+    if (newest > known) {
+      throw new Error(
+        `the database is at schema version ${newest}, newer than this service knows (${known}); upgrade the service`,
+      );
+    }
+    const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+    for (const migration of MIGRATIONS) {
+      if (applied.has(migration.version)) continue;
+      db.exec(migration.sql);
+      record.run(migration.version, migration.name, new Date().toISOString());
+    }
+  });
+  apply.immediate();
+}

@@ -1,0 +1,138 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database, { type Statement } from 'better-sqlite3';
+import { GroupCommit } from './group-commit.ts';
+import { migrate } from './sqlite-migrations.ts';
+import type { ListFilter, Precondition, User, UserInput, UserStore, WriteResult } from './store.ts';
+
+interface UserRow {
+  id: number;
+  name: string;
+  age: number;
+  city: string;
+  created_at: number;
+  updated_at: number;
+  version: number;
+}
+
+function toUser(row: UserRow): User {
+  return {
+    id: row.id,
+    name: row.name,
+    age: row.age,
+    city: row.city,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+    version: row.version,
+  };
+}
+
+const NOT_FOUND: WriteResult = { ok: false, reason: 'not-found' };
+const PRECONDITION_FAILED: WriteResult = { ok: false, reason: 'precondition-failed' };
+
+/**
+ * Opens (creating if needed) an SQLite database. WAL mode with synchronous=FULL: a commit is
+ * fsync'd before it returns, and the group commit makes concurrent writes share that fsync.
+ */
+export function openSqliteStore(path: string): UserStore {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.pragma('busy_timeout = 5000');
+  migrate(db);
+  return new SqliteStore(db);
+}
+
+class SqliteStore implements UserStore {
+  readonly #db: Database.Database;
+  readonly #commit: GroupCommit;
+  readonly #listStatements = new Map<string, Statement<Record<string, unknown>, UserRow>>();
+  readonly #get: Statement<[number], UserRow>;
+  readonly #insert: Statement<[string, number, string, number, number], UserRow>;
+  readonly #update: Statement<[string, number, string, number, number], UserRow>;
+  readonly #delete: Statement<[number]>;
+
+  constructor(db: Database.Database) {
+    this.#db = db;
+    this.#commit = new GroupCommit(db);
+    this.#get = db.prepare('SELECT * FROM users WHERE id = ?');
+    this.#insert = db.prepare(
+      `INSERT INTO users (name, age, city, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?) RETURNING *`,
+    );
+    this.#update = db.prepare(
+      `UPDATE users SET name = ?, age = ?, city = ?, updated_at = ?, version = version + 1
+       WHERE id = ? RETURNING *`,
+    );
+    this.#delete = db.prepare('DELETE FROM users WHERE id = ?');
+  }
+
+  async list(filter: ListFilter): Promise<User[]> {
+    const conditions: string[] = [];
+    const params: Record<string, unknown> = {};
+    if (filter.name !== undefined) conditions.push('name = @name');
+    if (filter.age !== undefined) conditions.push('age = @age');
+    if (filter.city !== undefined) conditions.push('city = @city');
+    if (filter.afterId !== undefined) conditions.push('id > @afterId');
+    Object.assign(params, filter);
+    const where = conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : '';
+    const limit = filter.limit !== undefined ? 'LIMIT @limit' : '';
+    const sql = `SELECT * FROM users ${where} ORDER BY id ${limit}`;
+    let statement = this.#listStatements.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql);
+      this.#listStatements.set(sql, statement);
+    }
+    return statement.all(params).map(toUser);
+  }
+
+  async get(id: number): Promise<User | undefined> {
+    const row = this.#get.get(id);
+    return row === undefined ? undefined : toUser(row);
+  }
+
+  create(input: UserInput): Promise<User> {
+    return this.#commit.run(() => {
+      const now = Date.now();
+      return toUser(this.#insert.get(input.name, input.age, input.city, now, now) as UserRow);
+    });
+  }
+
+  update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Promise<WriteResult> {
+    return this.#commit.run(() => {
+      const current = this.#checked(id, precondition);
+      if (!('id' in current)) return current;
+      const next = { ...current, ...changes };
+      const row = this.#update.get(next.name, next.age, next.city, Date.now(), id) as UserRow;
+      return { ok: true, user: toUser(row) };
+    });
+  }
+
+  remove(id: number, precondition?: Precondition): Promise<WriteResult> {
+    return this.#commit.run(() => {
+      const current = this.#checked(id, precondition);
+      if (!('id' in current)) return current;
+      this.#delete.run(id);
+      return { ok: true, user: current };
+    });
+  }
+
+  /** The current record, or the reason the write cannot go ahead. */
+  #checked(id: number, precondition?: Precondition): User | WriteResult {
+    const row = this.#get.get(id);
+    if (row === undefined) return NOT_FOUND;
+    const current = toUser(row);
+    if (precondition !== undefined && !precondition(current)) return PRECONDITION_FAILED;
+    return current;
+  }
+
+  async ping(): Promise<void> {
+    this.#db.prepare('SELECT 1').get();
+  }
+
+  async close(): Promise<void> {
+    this.#commit.drain();
+    if (this.#db.open) this.#db.close();
+  }
+}

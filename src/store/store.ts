@@ -1,0 +1,49 @@
+/** A stored user as the storage layer hands it over: typed, camelCase, independent of the API. */
+export interface User {
+  id: number;
+  name: string;
+  age: number;
+  city: string;
+  createdAt: Date;
+  updatedAt: Date;
+  /** Starts at 1 and grows by one on every change; the record's ETag comes from it. */
+  version: number;
+}
+
+export interface UserInput {
+  name: string;
+  age: number;
+  city: string;
+}
+
+export interface ListFilter {
+  name?: string;
+  age?: number;
+  city?: string;
+  /** Only ids greater than this one. */
+  afterId?: number;
+  /** At most this many records. */
+  limit?: number;
+}
+
+/** Checked against the current record inside the write, so a concurrent change cannot slip by. */
+export type Precondition = (current: User) => boolean;
+
+export type WriteResult = { ok: true; user: User } | { ok: false; reason: 'not-found' | 'precondition-failed' };
+
+/**
+ * Everything the routes need from storage. Each write is durable when its promise resolves.
+ * Implementations: SQLite now; PostgreSQL can slot in beside it without touching the routes.
+ */
+export interface UserStore {
+  /** Records in creation (id) order. */
+  list(filter: ListFilter): Promise<User[]>;
+  get(id: number): Promise<User | undefined>;
+  create(input: UserInput): Promise<User>;
+  /** Changes the given fields (all three for a full replace). */
+  update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Promise<WriteResult>;
+  remove(id: number, precondition?: Precondition): Promise<WriteResult>;
+  /** Resolves when the database answers; rejects otherwise. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

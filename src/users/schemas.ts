@@ -1,0 +1,138 @@
+import { type Static, Type } from 'typebox';
+
+/**
+ * The schemas of the users API. Each one validates requests, types the handlers and is published
+ * in the OpenAPI document, so the rules below are the whole truth about what the service accepts.
+ */
+
+/** What each parameter must be; used both in the OpenAPI descriptions and in error details. */
+export const RULES = {
+  name: 'text of 1 to 200 characters with no control characters',
+  city: 'text of 1 to 200 characters with no control characters',
+  age: 'a whole number from 0 to 150, in decimal digits',
+  fields: 'a comma-separated list of: id, name, age, city, createdAt, updatedAt',
+  limit: 'a whole number from 1 to 1000',
+  after: 'a whole number (the id of the last record of the previous page)',
+} as const;
+
+export const RECORD_FIELDS = ['name', 'age', 'city'] as const;
+export const ALL_FIELDS = ['id', 'name', 'age', 'city', 'createdAt', 'updatedAt'] as const;
+export type FieldName = (typeof ALL_FIELDS)[number];
+
+// No C0/C1 control characters and no lone surrogates (the `u` flag makes a paired surrogate one
+// code point, so only unpaired halves fall in the range). Lengths count code points.
+const TEXT_PATTERN = '^[^\\u0000-\\u001F\\u007F-\\u009F\\uD800-\\uDFFF]*$';
+const AGE_PATTERN = '^0*(?:[0-9]|[1-9][0-9]|1[0-4][0-9]|150)$';
+const FIELD_ALTERNATIVES = `(?:${ALL_FIELDS.join('|')})`;
+
+function text(field: 'name' | 'city', example: string) {
+  return Type.String({
+    minLength: 1,
+    maxLength: 200,
+    pattern: TEXT_PATTERN,
+    description: `${cap(RULES[field])}. Surrounding white space is trimmed before the check.`,
+    examples: [example],
+  });
+}
+
+function cap(rule: string): string {
+  return rule.charAt(0).toUpperCase() + rule.slice(1);
+}
+
+const Name = text('name', 'Alice');
+const City = text('city', 'Paris');
+const Age = Type.String({
+  pattern: AGE_PATTERN,
+  description: `${cap(RULES.age)}. Stored as an integer and returned as a decimal string.`,
+  examples: ['30'],
+});
+const Fields = Type.String({
+  pattern: `^${FIELD_ALTERNATIVES}(?:,${FIELD_ALTERNATIVES})*$`,
+  description: `${cap(RULES.fields)}. Default: name,age,city. Keys come out in the order listed here.`,
+  examples: ['id,name,age,city'],
+});
+const Limit = Type.String({
+  pattern: '^0*(?:[1-9][0-9]{0,2}|1000)$',
+  description: `${cap(RULES.limit)}: the page size. Without it every matching record is returned.`,
+  examples: ['100'],
+});
+const After = Type.String({
+  pattern: '^[0-9]{1,15}$',
+  description: `${cap(RULES.after)}: only records created after it are returned.`,
+  examples: ['0'],
+});
+
+/** A record as the API shows it: `name`, `age`, `city` by default, more with `fields`. */
+export const UserRecord = Type.Object(
+  {
+    id: Type.Optional(Type.Integer({ minimum: 1, description: 'Server-assigned, never reused.' })),
+    name: Type.Optional(Type.String()),
+    age: Type.Optional(Type.String({ description: 'Decimal digits, e.g. "30".' })),
+    city: Type.Optional(Type.String()),
+    createdAt: Type.Optional(Type.String({ format: 'date-time', description: 'RFC 3339, UTC.' })),
+    updatedAt: Type.Optional(Type.String({ format: 'date-time', description: 'RFC 3339, UTC.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const UsersEnvelope = Type.Object(
+  { data: Type.Array(UserRecord) },
+  { additionalProperties: false, description: 'Every successful body: one key, `data`, an array.' },
+);
+
+/** Path parameter; anything that is not a stored positive integer id answers 404. */
+export const IdParams = Type.Object({
+  id: Type.String({ description: 'The record id, a positive integer.', examples: ['1'] }),
+});
+
+const strict = { additionalProperties: false } as const;
+
+export const ListQuery = Type.Object(
+  {
+    name: Type.Optional(Name),
+    age: Type.Optional(Age),
+    city: Type.Optional(City),
+    limit: Type.Optional(Limit),
+    after: Type.Optional(After),
+    fields: Type.Optional(Fields),
+  },
+  strict,
+);
+
+/** POST and PUT: all three fields. They may come in the query string or in a body, not both. */
+export const FullInputQuery = Type.Object({ name: Name, age: Age, city: City, fields: Type.Optional(Fields) }, strict);
+
+/** PATCH: at least one of the three fields. */
+export const PatchInputQuery = Type.Object(
+  {
+    name: Type.Optional(Name),
+    age: Type.Optional(Age),
+    city: Type.Optional(City),
+    fields: Type.Optional(Fields),
+  },
+  {
+    ...strict,
+    anyOf: RECORD_FIELDS.map((field) => ({ required: [field] })),
+  },
+);
+
+export const FieldsQuery = Type.Object({ fields: Type.Optional(Fields) }, strict);
+
+/** The body forms of the input, documented for JSON and form bodies. */
+export const InputBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    age: Type.Optional(
+      Type.Union([Age, Type.Integer({ minimum: 0, maximum: 150 })], {
+        description: `${cap(RULES.age)}; in JSON a number is accepted too.`,
+      }),
+    ),
+    city: Type.Optional(City),
+  },
+  strict,
+);
+
+export type ListQuery = Static<typeof ListQuery>;
+export type FullInputQuery = Static<typeof FullInputQuery>;
+export type PatchInputQuery = Static<typeof PatchInputQuery>;
+export type UserRecord = Static<typeof UserRecord>;
