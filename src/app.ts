@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.ts';
 import { malformedParameters, registerBodyParsers } from './http/body-parsers.ts';
 import { registerConditionalGet } from './http/conditional.ts';
@@ -25,7 +25,7 @@ export async function buildApp(config: Pick<Config, 'logLevel'>, deps: AppDeps):
     logger: loggerOptions(config.logLevel),
     genReqId: requestId,
     requestIdHeader: false,
-    requestIdLogLabel: 'requestId',
+    logController: new LogController({ requestIdLogLabel: 'requestId' }),
     bodyLimit: BODY_LIMIT,
     routerOptions: { querystringParser: parseParams, maxParamLength: 100 },
     frameworkErrors,

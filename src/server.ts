@@ -26,8 +26,12 @@ async function main(): Promise<void> {
       process.exit(1);
     }, config.shutdownTimeoutMs);
     timer.unref();
+    // Keep-alive connections that finish their last request after close() began stay open until
+    // their timeout; sweep them as they go idle so the process can stop promptly.
+    const sweep = setInterval(() => app.server.closeIdleConnections(), 50);
     try {
       await app.close();
+      clearInterval(sweep);
       await store.close();
       app.log.info('stopped');
       process.exit(0);

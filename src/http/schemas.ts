@@ -49,7 +49,7 @@ export function jsonResponse(schema: TSchema, description: string, headers: Reco
   return {
     description,
     headers: Object.fromEntries(
-      Object.entries(headers).map(([name, text]) => [name, { description: text, schema: { type: 'string' } }]),
+      Object.entries(headers).map(([name, text]) => [name, { type: 'string', description: text }]),
     ),
     content: { 'application/json': { schema } },
   } as unknown as TSchema;

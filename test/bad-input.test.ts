@@ -1,0 +1,242 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { assertProblem, call, createUser, rawRequest } from './helpers/http.ts';
+import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
+
+interface Row {
+  name: string;
+  method?: string;
+  /** `:id` stands for a stored record's id. */
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+  /** Parameters the problem's `errors` must name (exactly), when fields are at fault. */
+  parameters?: string[];
+}
+
+const JSON_TYPE = { 'content-type': 'application/json' };
+const FORM_TYPE = { 'content-type': 'application/x-www-form-urlencoded' };
+const long = 'x'.repeat(201);
+
+// Each row must answer 400 in the problem-details shape and leave the stored data untouched.
+const rows: Row[] = [
+  { name: 'no parameters at all', path: '/users', parameters: ['name', 'age', 'city'] },
+  { name: 'missing city', path: '/users?name=A&age=1', parameters: ['city'] },
+  { name: 'empty name', path: '/users?name=&age=1&city=B', parameters: ['name'] },
+  { name: 'blank name', path: '/users?name=%20%20%09&age=1&city=B', parameters: ['name'] },
+  { name: 'name of 201 characters', path: `/users?name=${long}&age=1&city=B`, parameters: ['name'] },
+  { name: 'city of 201 characters', path: `/users?name=A&age=1&city=${long}`, parameters: ['city'] },
+  { name: 'age not a number', path: '/users?name=A&age=abc&city=B', parameters: ['age'] },
+  { name: 'age empty', path: '/users?name=A&age=&city=B', parameters: ['age'] },
+  { name: 'age negative', path: '/users?name=A&age=-1&city=B', parameters: ['age'] },
+  { name: 'age above 150', path: '/users?name=A&age=151&city=B', parameters: ['age'] },
+  { name: 'age with a fraction', path: '/users?name=A&age=30.5&city=B', parameters: ['age'] },
+  { name: 'age in exponent form', path: '/users?name=A&age=1e2&city=B', parameters: ['age'] },
+  { name: 'age with spaces', path: '/users?name=A&age=%2030&city=B', parameters: ['age'] },
+  { name: 'age in non-ASCII digits', path: '/users?name=A&age=%D9%A3&city=B', parameters: ['age'] },
+  { name: 'every field bad at once', path: '/users?name=&age=999&city=', parameters: ['name', 'age', 'city'] },
+  { name: 'repeated name', path: '/users?name=A&name=B&age=1&city=C', parameters: ['name'] },
+  { name: 'unknown parameter', path: '/users?name=A&age=1&city=C&email=x', parameters: ['email'] },
+  { name: 'prototype key as parameter', path: '/users?name=A&age=1&city=C&__proto__=x', parameters: ['__proto__'] },
+  { name: 'control character in name', path: '/users?name=A%00B&age=1&city=C', parameters: ['name'] },
+  { name: 'newline in city', path: '/users?name=A&age=1&city=Li%0Ane', parameters: ['city'] },
+  { name: 'C1 control character', path: '/users?name=A%C2%85&age=1&city=C', parameters: ['name'] },
+  { name: 'malformed percent-escape', path: '/users?name=A%ZZ&age=1&city=C', parameters: ['name'] },
+  { name: 'truncated percent-escape', path: '/users?name=A&age=1&city=C%4', parameters: ['city'] },
+  { name: 'percent-encoded invalid UTF-8', path: '/users?name=%C3%28&age=1&city=C', parameters: ['name'] },
+  { name: 'percent-encoded lone surrogate', path: '/users?name=%ED%A0%80&age=1&city=C', parameters: ['name'] },
+  { name: 'unknown fields name', path: '/users?name=A&age=1&city=C&fields=id,email', parameters: ['fields'] },
+  { name: 'empty fields', path: '/users?name=A&age=1&city=C&fields=', parameters: ['fields'] },
+  {
+    name: 'JSON body missing age',
+    path: '/users',
+    headers: JSON_TYPE,
+    body: '{"name":"A","city":"C"}',
+    parameters: ['age'],
+  },
+  {
+    name: 'JSON wrong types',
+    path: '/users',
+    headers: JSON_TYPE,
+    body: '{"name":5,"age":"30","city":["C"]}',
+    parameters: ['name', 'city'],
+  },
+  {
+    name: 'JSON age as a fraction',
+    path: '/users',
+    headers: JSON_TYPE,
+    body: '{"name":"A","age":30.5,"city":"C"}',
+    parameters: ['age'],
+  },
+  {
+    name: 'JSON age as a boolean',
+    path: '/users',
+    headers: JSON_TYPE,
+    body: '{"name":"A","age":true,"city":"C"}',
+    parameters: ['age'],
+  },
+  {
+    name: 'JSON null name',
+    path: '/users',
+    headers: JSON_TYPE,
+    body: '{"name":null,"age":1,"city":"C"}',
+    parameters: ['name'],
+  },
+  {
+    name: 'JSON nested object',
+    path: '/users',
+    headers: JSON_TYPE,
+    body: '{"name":{"a":1},"age":1,"city":"C"}',
+    parameters: ['name'],
+  },
+  {
+    name: 'JSON lone surrogate',
+    path: '/users',
+    headers: JSON_TYPE,
+    body: '{"name":"\\ud800","age":1,"city":"C"}',
+    parameters: ['name'],
+  },
+  {
+    name: 'JSON unknown key',
+    path: '/users',
+    headers: JSON_TYPE,
+    body: '{"name":"A","age":1,"city":"C","x":1}',
+    parameters: ['x'],
+  },
+  { name: 'JSON array body', path: '/users', headers: JSON_TYPE, body: '[{"name":"A","age":1,"city":"C"}]' },
+  { name: 'JSON string body', path: '/users', headers: JSON_TYPE, body: '"name=A"' },
+  { name: 'JSON null body', path: '/users', headers: JSON_TYPE, body: 'null' },
+  { name: 'JSON syntax error', path: '/users', headers: JSON_TYPE, body: '{"name":"A",' },
+  {
+    name: 'JSON __proto__ key',
+    path: '/users',
+    headers: JSON_TYPE,
+    body: '{"__proto__":{"admin":true},"name":"A","age":1,"city":"C"}',
+  },
+  {
+    name: 'JSON constructor.prototype key',
+    path: '/users',
+    headers: JSON_TYPE,
+    body: '{"constructor":{"prototype":{"x":1}},"name":"A","age":1,"city":"C"}',
+  },
+  {
+    name: 'form body malformed escape',
+    path: '/users',
+    headers: FORM_TYPE,
+    body: 'name=A%G1&age=1&city=C',
+    parameters: ['name'],
+  },
+  {
+    name: 'form body repeated age',
+    path: '/users',
+    headers: FORM_TYPE,
+    body: 'name=A&age=1&age=2&city=C',
+    parameters: ['age'],
+  },
+  {
+    name: 'wrong content type',
+    path: '/users',
+    headers: { 'content-type': 'text/plain' },
+    body: 'name=A&age=1&city=C',
+  },
+  { name: 'XML body', path: '/users', headers: { 'content-type': 'application/xml' }, body: '<user name="A"/>' },
+  {
+    name: 'both query and body',
+    path: '/users?name=A&age=1',
+    headers: JSON_TYPE,
+    body: '{"age":2,"city":"C"}',
+    parameters: ['age'],
+  },
+  { name: 'PUT missing a field', method: 'PUT', path: '/users/:id?name=A&age=1', parameters: ['city'] },
+  { name: 'PUT age out of range', method: 'PUT', path: '/users/:id?name=A&age=200&city=C', parameters: ['age'] },
+  { name: 'PATCH with no field', method: 'PATCH', path: '/users/:id', parameters: ['name', 'age', 'city'] },
+  { name: 'PATCH blank city', method: 'PATCH', path: '/users/:id?city=%20', parameters: ['city'] },
+  {
+    name: 'PATCH unknown parameter and no field',
+    method: 'PATCH',
+    path: '/users/:id?nickname=x',
+    parameters: ['nickname', 'name', 'age', 'city'],
+  },
+  { name: 'PATCH JSON not an object', method: 'PATCH', path: '/users/:id', headers: JSON_TYPE, body: '[]' },
+  { name: 'DELETE unknown parameter', method: 'DELETE', path: '/users/:id?force=1', parameters: ['force'] },
+  { name: 'list: limit zero', method: 'GET', path: '/users?limit=0', parameters: ['limit'] },
+  { name: 'list: limit above 1000', method: 'GET', path: '/users?limit=1001', parameters: ['limit'] },
+  { name: 'list: after not a number', method: 'GET', path: '/users?after=x', parameters: ['after'] },
+  { name: 'list: bad age filter', method: 'GET', path: '/users?age=old', parameters: ['age'] },
+  { name: 'list: unknown filter', method: 'GET', path: '/users?sort=name', parameters: ['sort'] },
+  { name: 'read one: unknown fields', method: 'GET', path: '/users/:id?fields=password', parameters: ['fields'] },
+];
+
+describe('bad input is refused with 400 problem details and stores nothing', () => {
+  let server: RunningServer;
+  let id: number;
+  let snapshot: () => Promise<string>;
+  const data = tempDir();
+
+  before(async () => {
+    server = await startServer({ DATABASE_URL: `${data.dir}/users.db` });
+    id = await createUser(server.url, 'Keeper', 42, 'Stays');
+    snapshot = async () => (await call(server.url, 'GET', '/users?fields=id,name,age,city,updatedAt')).text;
+  });
+  after(async () => {
+    await server.stop();
+    data.cleanup();
+  });
+
+  for (const row of rows) {
+    it(row.name, async () => {
+      const before = await snapshot();
+      const answer = await call(server.url, row.method ?? 'POST', row.path.replace(':id', String(id)), {
+        headers: row.headers,
+        body: row.body,
+      });
+      const problem = assertProblem(answer, 400);
+      if (row.parameters !== undefined) {
+        const named = (problem.errors ?? []).map((error: { parameter: string }) => error.parameter);
+        assert.deepEqual([...named].sort(), [...row.parameters].sort(), answer.text);
+      }
+      assert.equal(await snapshot(), before, 'stored data changed');
+    });
+  }
+
+  it('raw non-ASCII bytes in the URL (not percent-encoded) are refused by the HTTP parser', async () => {
+    for (const bytes of [Buffer.from([0xff, 0xfe]), Buffer.from('Zoë', 'utf8')]) {
+      const before = await snapshot();
+      const head = Buffer.concat([
+        Buffer.from('POST /users?name=A'),
+        bytes,
+        Buffer.from('&age=1&city=C HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n'),
+      ]);
+      const answer = await rawRequest(server.url, head);
+      assert.equal(answer.status, 400);
+      assert.equal(JSON.parse(answer.body).type, '/problems/malformed-request');
+      assert.equal(await snapshot(), before);
+    }
+  });
+
+  it('a form body with raw UTF-8 is read as UTF-8, raw invalid bytes are refused', async () => {
+    const good = await call(server.url, 'POST', '/users', { headers: FORM_TYPE, body: 'name=Zoë&age=1&city=Łódź' });
+    assert.equal(good.status, 200, good.text);
+    assert.deepEqual(good.json, { data: [{ name: 'Zoë', age: '1', city: 'Łódź' }] });
+    const before = await snapshot();
+    const bad = await fetch(`${server.url}/users`, {
+      method: 'POST',
+      headers: FORM_TYPE,
+      body: Buffer.concat([Buffer.from('name=A'), Buffer.from([0xc3, 0x28]), Buffer.from('&age=1&city=C')]),
+    });
+    assert.equal(bad.status, 400);
+    assert.deepEqual(((await bad.json()) as { errors: unknown }).errors, [
+      { parameter: 'name', detail: 'is not correctly percent-encoded UTF-8' },
+    ]);
+    assert.equal(await snapshot(), before);
+  });
+
+  it('a malformed escape in the path answers 400 problem details', async () => {
+    assertProblem(await call(server.url, 'GET', '/users/%E0%A4%A'), 400);
+  });
+
+  it('the record the table tried to change is as it was', async () => {
+    const answer = await call(server.url, 'GET', `/users/${id}`);
+    assert.deepEqual(answer.json, { data: [{ name: 'Keeper', age: '42', city: 'Stays' }] });
+  });
+});

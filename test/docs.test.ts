@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { BrowserContext, Page } from 'playwright-core';
+import { chromium } from 'playwright-core';
+import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const SCREENSHOT = '/tmp/docs.png';
+const RENDER_TIMEOUT_MS = 20_000;
+
+describe('/docs in a real browser with the network off', () => {
+  const cleanups: Array<() => void> = [];
+  /** Every request the page tried to send anywhere but 127.0.0.1; each was aborted. */
+  const leaked: string[] = [];
+  /** Uncaught errors in the page, shown when an assertion fails. */
+  const pageErrors: string[] = [];
+  let server: RunningServer | undefined;
+  let context: BrowserContext | undefined;
+  let page: Page | undefined;
+
+  before(async () => {
+    // Without Chromium the test below fails (not skips) with the install hint; CI installs it.
+    if (!existsSync(CHROMIUM)) return;
+    const data = tempDir();
+    cleanups.push(data.cleanup);
+    server = await startServer({ DATABASE_URL: join(data.dir, 'users.db') });
+
+    const profile = tempDir('user-records-chromium-');
+    cleanups.push(profile.cleanup);
+    context = await chromium.launchPersistentContext(profile.dir, { executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    await context.route('**/*', async (route) => {
+      const url = route.request().url();
+      let host = '';
+      try {
+        host = new URL(url).hostname;
+      } catch {
+        // An unparsable URL is not local either.
+      }
+      if (host === '127.0.0.1') {
+        await route.continue();
+      } else {
+        leaked.push(url);
+        await route.abort('internetdisconnected');
+      }
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+  });
+
+  after(async () => {
+    try {
+      await context?.close();
+    } finally {
+      try {
+        await server?.stop();
+      } finally {
+        for (const cleanup of cleanups.reverse()) cleanup();
+      }
+    }
+  });
+
+  it('renders the title and the operations without leaving 127.0.0.1', async () => {
+    assert.ok(
+      existsSync(CHROMIUM),
+      `Chromium is not installed at ${CHROMIUM}; install it with ` +
+        '`apt-get update && apt-get install -y --no-install-recommends chromium` (CI installs it).',
+    );
+    assert.ok(page !== undefined && server !== undefined, 'the browser or the server did not start');
+    const response = await page.goto(`${server.url}/docs`, { waitUntil: 'load' });
+    assert.equal(response?.status(), 200);
+
+    await page
+      .locator('.opblock', { hasText: '/users' })
+      .first()
+      .waitFor({ state: 'visible', timeout: RENDER_TIMEOUT_MS })
+      .catch((error: unknown) => {
+        throw new Error(
+          `the operations list did not render: ${String(error)}\npage errors: ${JSON.stringify(pageErrors)}\n` +
+            `blocked requests: ${JSON.stringify(leaked)}`,
+        );
+      });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+
+    const title = (await page.locator('.info .title').first().textContent()) ?? '';
+    assert.match(title, /user-records/, `the page title reads ${JSON.stringify(title)}`);
+
+    const operations = await page.locator('.opblock').count();
+    assert.ok(operations >= 6, `expected at least 6 operation blocks, saw ${operations}`);
+
+    assert.deepEqual(leaked, [], `requests left 127.0.0.1: ${leaked.join(', ')}`);
+  });
+});

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON bodies
+  json: any;
+}
+
+/** One request to a running server; the body is read whole and parsed when it is JSON. */
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  options: { headers?: Record<string, string>; body?: string } = {},
+): Promise<Answer> {
+  const response = await fetch(`${base}${path}`, { method, headers: options.headers, body: options.body });
+  const text = await response.text();
+  const type = response.headers.get('content-type') ?? '';
+  return {
+    status: response.status,
+    headers: response.headers,
+    text,
+    json: type.includes('json') && text !== '' ? JSON.parse(text) : undefined,
+  };
+}
+
+/** Sends bytes exactly as given (for requests fetch would refuse to send) and returns status and body. */
+export function rawRequest(base: string, head: Buffer | string): Promise<{ status: number; body: string }> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.end(head));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
+      resolve({ status, body: text.slice(text.indexOf('\r\n\r\n') + 4) });
+    });
+  });
+}
+
+/** Asserts the RFC 9457 shape and returns the body. */
+// biome-ignore lint/suspicious/noExplicitAny: problem bodies are checked field by field
+export function assertProblem(answer: Answer, status: number): any {
+  assert.equal(answer.status, status, `expected ${status}, got ${answer.status}: ${answer.text}`);
+  assert.match(answer.headers.get('content-type') ?? '', /^application\/problem\+json/);
+  const body = answer.json;
+  assert.equal(typeof body.type, 'string');
+  assert.equal(typeof body.title, 'string');
+  assert.equal(body.status, status);
+  assert.equal(typeof body.detail, 'string');
+  if (body.errors !== undefined) {
+    assert.ok(Array.isArray(body.errors) && body.errors.length > 0);
+    for (const error of body.errors) {
+      assert.deepEqual(Object.keys(error).sort(), ['detail', 'parameter']);
+    }
+  }
+  return body;
+}
+
+/** Creates a record through the contract (query string) and returns its id from Location. */
+export async function createUser(base: string, name: string, age: string | number, city: string): Promise<number> {
+  const query = new URLSearchParams({ name, age: String(age), city });
+  const answer = await call(base, 'POST', `/users?${query}`);
+  assert.equal(answer.status, 200, answer.text);
+  const location = answer.headers.get('location') ?? '';
+  const id = Number(/^\/users\/(\d+)$/.exec(location)?.[1]);
+  assert.ok(id > 0, `Location header: ${location}`);
+  return id;
+}

@@ -1,0 +1,66 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+
+export interface RunningServer {
+  url: string;
+  pid: number;
+  /** Every line the server printed so far (stdout and stderr). */
+  logs: string[];
+  /** Sends the signal and resolves with the exit code (or the signal name). */
+  stop(signal?: NodeJS.Signals): Promise<number | string>;
+}
+
+/** A temporary folder for a test's database, removed by the returned cleanup. */
+export function tempDir(prefix = 'user-records-'): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * Starts the real service (`src/server.ts`) as its own process on 127.0.0.1 and an ephemeral port,
+ * and resolves once it listens. The PID is the server itself, so tests can signal exactly it.
+ */
+export function startServer(env: Record<string, string> = {}, timeoutMs = 20_000): Promise<RunningServer> {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: string[] = [];
+  const exited = new Promise<number | string>((resolve) => {
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start within ${timeoutMs} ms:\n${logs.join('\n')}`));
+    }, timeoutMs);
+    const onLine = (line: string) => {
+      logs.push(line);
+      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(line);
+      if (match?.[1] !== undefined) {
+        clearTimeout(timer);
+        resolve({
+          url: match[1],
+          pid: child.pid as number,
+          logs,
+          stop: (signal: NodeJS.Signals = 'SIGTERM') => {
+            if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+            return exited;
+          },
+        });
+      }
+    };
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', onLine);
+    createInterface({ input: child.stderr as NodeJS.ReadableStream }).on('line', onLine);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited (${code}) before listening:\n${logs.join('\n')}`));
+    });
+  });
+}

@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
+
+type Json = Record<string, unknown>;
+
+const USER_OPERATIONS: ReadonlyArray<readonly [path: string, method: string]> = [
+  ['/users', 'get'],
+  ['/users', 'post'],
+  ['/users/{id}', 'get'],
+  ['/users/{id}', 'put'],
+  ['/users/{id}', 'patch'],
+  ['/users/{id}', 'delete'],
+];
+
+function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The object at `key` of `value`, failing the test with `what` when it is missing or not an object. */
+function objectAt(value: unknown, key: string, what: string): Json {
+  assert.ok(isObject(value), `${what}: the parent is not an object`);
+  const child = value[key];
+  assert.ok(isObject(child), `${what} is missing or not an object`);
+  return child;
+}
+
+function operation(doc: Json, path: string, method: string): Json {
+  const paths = objectAt(doc, 'paths', 'paths');
+  const item = objectAt(paths, path, `paths['${path}']`);
+  return objectAt(item, method, `${method.toUpperCase()} ${path}`);
+}
+
+describe('OpenAPI document', () => {
+  let server: RunningServer | undefined;
+  let cleanup: (() => void) | undefined;
+  let doc: Json = {};
+
+  before(async () => {
+    const temp = tempDir();
+    cleanup = temp.cleanup;
+    server = await startServer({ DATABASE_URL: join(temp.dir, 'users.db') });
+    const response = await fetch(`${server.url}/openapi.json`);
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
+    const body: unknown = await response.json();
+    assert.ok(isObject(body), '/openapi.json is not a JSON object');
+    doc = body;
+  });
+
+  after(async () => {
+    try {
+      await server?.stop();
+    } finally {
+      cleanup?.();
+    }
+  });
+
+  it('is valid OpenAPI 3.1', async () => {
+    assert.match(String(doc.openapi), /^3\.1\.\d+$/);
+    const validator = new Validator({ allErrors: true });
+    const result = await validator.validate(structuredClone(doc));
+    assert.equal(validator.version, '3.1');
+    assert.ok(result.valid, `the document is not valid OpenAPI 3.1:\n${JSON.stringify(result.errors, null, 2)}`);
+  });
+
+  it('describes every user operation', () => {
+    for (const [path, method] of USER_OPERATIONS) operation(doc, path, method);
+  });
+
+  for (const [path, method] of USER_OPERATIONS) {
+    const name = `${method.toUpperCase()} ${path}`;
+    it(`${name} declares 200 and a 4xx application/problem+json response`, () => {
+      const responses = objectAt(operation(doc, path, method), 'responses', `${name} responses`);
+      assert.ok(isObject(responses['200']), `${name} declares no 200 response`);
+      const problemStatuses = Object.entries(responses)
+        .filter(([status, response]) => {
+          if (!/^4(\d\d|XX)$/.test(status) || !isObject(response) || !isObject(response.content)) return false;
+          return isObject(response.content['application/problem+json']);
+        })
+        .map(([status]) => status);
+      assert.ok(
+        problemStatuses.length > 0,
+        `${name} declares no 4xx response with application/problem+json (has ${Object.keys(responses).join(', ')})`,
+      );
+    });
+  }
+
+  it('POST /users takes name, age and city as query parameters; age has a pattern', () => {
+    const parameters = operation(doc, '/users', 'post').parameters;
+    assert.ok(Array.isArray(parameters), 'POST /users has no parameters');
+    const query = new Map<string, Json>();
+    for (const parameter of parameters) {
+      if (isObject(parameter) && parameter.in === 'query' && typeof parameter.name === 'string') {
+        query.set(parameter.name, parameter);
+      }
+    }
+    for (const name of ['name', 'age', 'city']) {
+      assert.ok(query.has(name), `POST /users lacks query parameter ${name} (has ${[...query.keys()].join(', ')})`);
+    }
+    const ageSchema = objectAt(query.get('age'), 'schema', 'the age parameter schema');
+    assert.equal(typeof ageSchema.pattern, 'string', 'the age parameter schema has no pattern');
+    assert.doesNotThrow(() => new RegExp(String(ageSchema.pattern), 'u'), 'the age pattern is not a valid regex');
+  });
+
+  it('/docs answers 200 with HTML', async () => {
+    assert.ok(server !== undefined, 'the server did not start');
+    const response = await fetch(`${server.url}/docs`);
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get('content-type') ?? '', /^text\/html/);
+    assert.match(await response.text(), /<html/i);
+  });
+});
