@@ -14,9 +14,10 @@ export function createValidatorCompiler(rules: Readonly<Record<string, string>>)
   return ({ schema, httpPart }) => {
     if (httpPart === 'body') return (value) => ({ value });
     const check = Compile(schema);
+    const order = Object.keys((schema as { properties?: object }).properties ?? {});
     return (value) => {
       if (check.Check(value)) return { value };
-      const errors = fieldErrors(check.Errors(value), value, rules);
+      const errors = fieldErrors(check.Errors(value), value, rules, order);
       return { error: invalidInput(errors) };
     };
   };
@@ -34,6 +35,7 @@ export function fieldErrors(
   errors: TLocalizedValidationError[],
   value: unknown,
   rules: Readonly<Record<string, string>>,
+  order: readonly string[] = [],
 ): FieldError[] {
   const found = new Map<string, string>();
   const add = (parameter: string, detail: string) => {
@@ -66,7 +68,11 @@ export function fieldErrors(
         if (name !== undefined) add(name, describe(name, error, input[name], rules));
     }
   }
-  return [...found].map(([parameter, detail]) => ({ parameter, detail }));
+  // Known parameters in schema order, then unknown ones as sent.
+  const rank = (name: string) => (order.includes(name) ? order.indexOf(name) : order.length);
+  return [...found]
+    .sort(([a], [b]) => rank(a) - rank(b))
+    .map(([parameter, detail]) => ({ parameter, detail }));
 }
 
 function describe(

@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
+
+interface Example {
+  command: string;
+  expected: string;
+}
+
+/** The `$ command` / output pairs between the README's example markers. */
+function readmeExamples(): Example[] {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  const block = /<!-- examples:start -->\s*```console\n([\s\S]*?)```\s*<!-- examples:end -->/.exec(readme)?.[1];
+  assert.ok(block, 'README has no examples block');
+  const examples: Example[] = [];
+  for (const line of block.trimEnd().split('\n')) {
+    if (line.startsWith('$ ')) examples.push({ command: line.slice(2), expected: '' });
+    else {
+      const last = examples.at(-1);
+      assert.ok(last, `output before any command: ${line}`);
+      last.expected += `${line}\n`;
+    }
+  }
+  return examples;
+}
+
+// The README's examples, run exactly as written (only the port differs) on an empty database.
+describe('README examples', () => {
+  let server: RunningServer;
+  const data = tempDir();
+  const examples = readmeExamples();
+
+  before(async () => {
+    server = await startServer({ DATABASE_URL: `${data.dir}/users.db` });
+  });
+  after(async () => {
+    await server.stop();
+    data.cleanup();
+  });
+
+  it('has examples for every endpoint', () => {
+    const commands = examples.map((example) => example.command).join('\n');
+    for (const fragment of ['/users?', 'X POST', 'X PUT', 'X PATCH', 'X DELETE', '-I http', '/users/1', '/healthz', '/readyz']) {
+      assert.ok(commands.includes(fragment), `no example uses ${fragment}`);
+    }
+  });
+
+  for (const [i, example] of examples.entries()) {
+    it(`${i + 1}: ${example.command}`, () => {
+      const command = example.command.replaceAll('http://127.0.0.1:3000', server.url);
+      const output = execFileSync('bash', ['-c', command], { encoding: 'utf8', timeout: 10_000 });
+      // A console shows output without a final newline on a line of its own, so line ends are compared trimmed.
+      assert.equal(output.replace(/\r/g, '').trimEnd(), example.expected.trimEnd());
+    });
+  }
+});
