@@ -27,10 +27,10 @@ export async function buildApp(config: Pick<Config, 'logLevel'>, deps: AppDeps):
     requestIdHeader: false,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
     bodyLimit: BODY_LIMIT,
-    routerOptions: { querystringParser: parseParams, maxParamLength: 100 },
+    routerOptions: { querystringParser: parseParams, maxParamLength: 8192 },
     frameworkErrors,
     clientErrorHandler,
-    return503OnClosing: true,
+    return503OnClosing: false,
   });
 
   app.setValidatorCompiler(createValidatorCompiler(RULES));

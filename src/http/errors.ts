@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { StoreUnavailableError } from '../store/store.ts';
 import {
   codeForStatus,
   HttpError,
@@ -29,6 +30,11 @@ const FRAMEWORK_DETAILS: Record<string, string> = {
 /** Turns anything thrown into problem details; 5xx hide their cause from the client and log it. */
 export function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
+  if (error instanceof StoreUnavailableError) {
+    return new HttpError('unavailable', 'The database is busy or not reachable; retry shortly.', {
+      headers: { 'retry-after': '1' },
+    });
+  }
   const fastifyError = error as Partial<FastifyError>;
   const status = fastifyError.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
@@ -40,9 +46,23 @@ export function toHttpError(error: unknown): HttpError {
 }
 
 export function registerErrorHandlers(app: FastifyInstance): void {
+  // While closing, new requests get a 503 problem (Fastify's own closing answer is not one).
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async () => {
+    if (closing) {
+      throw new HttpError('unavailable', 'The service is shutting down; retry on another instance.', {
+        headers: { 'retry-after': '1', connection: 'close' },
+      });
+    }
+  });
+
   app.setErrorHandler((error, request, reply) => {
     const httpError = toHttpError(error);
-    if (httpError.status >= 500) request.log.error({ err: error }, 'request failed');
+    if (httpError.status === 503) request.log.warn({ err: error }, 'request shed: service unavailable');
+    else if (httpError.status >= 500) request.log.error({ err: error }, 'request failed');
     else request.log.info({ problem: httpError.code, status: httpError.status }, 'request refused');
     reply.headers(httpError.headers);
     return sendProblem(reply, toProblem(httpError));

@@ -70,9 +70,7 @@ export function fieldErrors(
   }
   // Known parameters in schema order, then unknown ones as sent.
   const rank = (name: string) => (order.includes(name) ? order.indexOf(name) : order.length);
-  return [...found]
-    .sort(([a], [b]) => rank(a) - rank(b))
-    .map(([parameter, detail]) => ({ parameter, detail }));
+  return [...found].sort(([a], [b]) => rank(a) - rank(b)).map(([parameter, detail]) => ({ parameter, detail }));
 }
 
 function describe(

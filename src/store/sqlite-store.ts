@@ -1,9 +1,17 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database, { type Statement } from 'better-sqlite3';
+import Database, { SqliteError, type Statement } from 'better-sqlite3';
 import { GroupCommit } from './group-commit.ts';
 import { migrate } from './sqlite-migrations.ts';
-import type { ListFilter, Precondition, User, UserInput, UserStore, WriteResult } from './store.ts';
+import {
+  type ListFilter,
+  type Precondition,
+  StoreUnavailableError,
+  type User,
+  type UserInput,
+  type UserStore,
+  type WriteResult,
+} from './store.ts';
 
 interface UserRow {
   id: number;
@@ -25,6 +33,21 @@ function toUser(row: UserRow): User {
     updatedAt: new Date(row.updated_at),
     version: row.version,
   };
+}
+
+// Faults of the database or the machine, not of the request: the client may retry later.
+const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|NOMEM|PROTOCOL)/;
+
+/** Runs a storage call, turning a database fault into StoreUnavailableError. */
+async function guarded<T>(work: () => T | Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof SqliteError && UNAVAILABLE.test(error.code)) {
+      throw new StoreUnavailableError(`database unavailable: ${error.code}`, { cause: error });
+    }
+    throw error;
+  }
 }
 
 const NOT_FOUND: WriteResult = { ok: false, reason: 'not-found' };
@@ -68,7 +91,11 @@ class SqliteStore implements UserStore {
     this.#delete = db.prepare('DELETE FROM users WHERE id = ?');
   }
 
-  async list(filter: ListFilter): Promise<User[]> {
+  list(filter: ListFilter): Promise<User[]> {
+    return guarded(() => this.#list(filter));
+  }
+
+  #list(filter: ListFilter): User[] {
     const conditions: string[] = [];
     const params: Record<string, unknown> = {};
     if (filter.name !== undefined) conditions.push('name = @name');
@@ -87,20 +114,22 @@ class SqliteStore implements UserStore {
     return statement.all(params).map(toUser);
   }
 
-  async get(id: number): Promise<User | undefined> {
-    const row = this.#get.get(id);
-    return row === undefined ? undefined : toUser(row);
+  get(id: number): Promise<User | undefined> {
+    return guarded(() => {
+      const row = this.#get.get(id);
+      return row === undefined ? undefined : toUser(row);
+    });
   }
 
   create(input: UserInput): Promise<User> {
-    return this.#commit.run(() => {
+    return this.#write(() => {
       const now = Date.now();
       return toUser(this.#insert.get(input.name, input.age, input.city, now, now) as UserRow);
     });
   }
 
   update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Promise<WriteResult> {
-    return this.#commit.run(() => {
+    return this.#write(() => {
       const current = this.#checked(id, precondition);
       if (!('id' in current)) return current;
       const next = { ...current, ...changes };
@@ -110,12 +139,16 @@ class SqliteStore implements UserStore {
   }
 
   remove(id: number, precondition?: Precondition): Promise<WriteResult> {
-    return this.#commit.run(() => {
+    return this.#write(() => {
       const current = this.#checked(id, precondition);
       if (!('id' in current)) return current;
       this.#delete.run(id);
       return { ok: true, user: current };
     });
+  }
+
+  #write<T>(work: () => T): Promise<T> {
+    return guarded(() => this.#commit.run(work));
   }
 
   /** The current record, or the reason the write cannot go ahead. */
@@ -127,8 +160,10 @@ class SqliteStore implements UserStore {
     return current;
   }
 
-  async ping(): Promise<void> {
-    this.#db.prepare('SELECT 1').get();
+  ping(): Promise<void> {
+    return guarded(() => {
+      this.#db.prepare('SELECT 1').get();
+    });
   }
 
   async close(): Promise<void> {

@@ -47,3 +47,8 @@ export interface UserStore {
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** The database cannot serve the request now (busy, unreachable, out of space): worth a retry. */
+export class StoreUnavailableError extends Error {
+  override name = 'StoreUnavailableError';
+}
