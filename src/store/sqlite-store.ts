@@ -57,12 +57,12 @@ const PRECONDITION_FAILED: WriteResult = { ok: false, reason: 'precondition-fail
  * Opens (creating if needed) an SQLite database. WAL mode with synchronous=FULL: a commit is
  * fsync'd before it returns, and the group commit makes concurrent writes share that fsync.
  */
-export function openSqliteStore(path: string): UserStore {
+export function openSqliteStore(path: string, options: { busyTimeoutMs?: number } = {}): UserStore {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
-  db.pragma('busy_timeout = 5000');
+  db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5000)}`);
   migrate(db);
   return new SqliteStore(db);
 }

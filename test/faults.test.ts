@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../src/app.ts';
+import { openSqliteStore } from '../src/store/sqlite-store.ts';
+import { tempDir } from './helpers/server.ts';
+
+// A real fault: another connection holds the write lock of the same SQLite file.
+describe('database faults', () => {
+  const data = tempDir();
+  const path = `${data.dir}/users.db`;
+  let app: FastifyInstance;
+  let other: Database.Database;
+
+  before(async () => {
+    const store = openSqliteStore(path, { busyTimeoutMs: 50 });
+    app = await buildApp({ logLevel: 'silent' }, { store });
+    app.addHook('onClose', async () => store.close());
+    other = new Database(path);
+  });
+  after(async () => {
+    other.close();
+    await app.close();
+    data.cleanup();
+  });
+
+  it('a write that cannot get the lock answers 503 problem details with Retry-After, then works again', async () => {
+    assert.equal((await app.inject({ method: 'POST', url: '/users?name=A&age=1&city=B' })).statusCode, 200);
+    other.exec('BEGIN EXCLUSIVE');
+    const blocked = await app.inject({ method: 'POST', url: '/users?name=C&age=2&city=D' });
+    assert.equal(blocked.statusCode, 503);
+    assert.match(String(blocked.headers['content-type']), /^application\/problem\+json/);
+    assert.equal(blocked.headers['retry-after'], '1');
+    assert.equal(blocked.json().type, '/problems/unavailable');
+    const read = await app.inject({ method: 'GET', url: '/users' });
+    assert.equal(read.statusCode, 200, 'readers are not blocked in WAL mode');
+    other.exec('COMMIT');
+    assert.equal((await app.inject({ method: 'POST', url: '/users?name=E&age=3&city=F' })).statusCode, 200);
+    const names = (await app.inject({ method: 'GET', url: '/users' })).json().data.map((r: { name: string }) => r.name);
+    assert.deepEqual(names, ['A', 'E']);
+  });
+
+  it('requests that arrive while the app is closing answer 503 problem details', async () => {
+    const store = openSqliteStore(':memory:');
+    const closing = await buildApp({ logLevel: 'silent' }, { store });
+    // Holds the close half-way (after the app's own preClose hook) so a request can arrive meanwhile.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let paused = () => {};
+    const reached = new Promise<void>((resolve) => {
+      paused = resolve;
+    });
+    closing.addHook('preClose', async () => {
+      paused();
+      await held;
+    });
+    const url = await closing.listen({ port: 0, host: '127.0.0.1' });
+    const done = closing.close();
+    await reached;
+    const answer = await fetch(`${url}/users`);
+    release();
+    await done;
+    await store.close();
+    assert.equal(answer.status, 503);
+    assert.equal(answer.headers.get('retry-after'), '1');
+    assert.equal(((await answer.json()) as { type: string }).type, '/problems/unavailable');
+  });
+});
