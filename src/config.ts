@@ -49,7 +49,8 @@ export function loadConfig(env: Record<string, string | undefined>, argv: string
     const value = env[name];
     if (value !== undefined && value !== '') raw[name] = value;
   }
-  let flags: Record<string, string | undefined>;
+  const problems = new Map<string, string>();
+  let flags: Record<string, string | undefined> = {};
   try {
     const options = Object.fromEntries(Object.keys(FLAGS).map((flag) => [flag, { type: 'string' as const }]));
     flags = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values as Record<
@@ -57,17 +58,13 @@ export function loadConfig(env: Record<string, string | undefined>, argv: string
       string | undefined
     >;
   } catch (error) {
-    throw new ConfigError(
-      `${(error as Error).message}. Known flags: ${Object.keys(FLAGS)
-        .map((f) => `--${f}`)
-        .join(', ')}`,
-    );
+    const known = Object.keys(FLAGS).map((flag) => `--${flag}`);
+    problems.set('flags', `${(error as Error).message}. Known flags: ${known.join(', ')}`);
   }
   for (const [flag, name] of Object.entries(FLAGS)) {
     const value = flags[flag];
     if (value !== undefined) raw[name] = value;
   }
-  const problems = new Map<string, string>();
   for (const name of INTEGER_SETTINGS) {
     const value = raw[name];
     if (value === undefined) continue;
@@ -92,7 +89,7 @@ export function loadConfig(env: Record<string, string | undefined>, argv: string
   return Object.freeze({
     port: valid.PORT,
     host: valid.HOST,
-    database,
+    database: Object.freeze(database),
     logLevel: valid.LOG_LEVEL,
     shutdownTimeoutMs: valid.SHUTDOWN_TIMEOUT_MS,
   });
@@ -119,7 +116,13 @@ export function parseDatabaseUrl(url: string): DatabaseConfig | string {
   if (/^postgres(ql)?:\/\//i.test(url)) {
     return 'DATABASE_URL: PostgreSQL is not supported by this version yet; use a file path for SQLite';
   }
-  if (url.startsWith('file://')) return { kind: 'sqlite', path: decodeURIComponent(new URL(url).pathname) };
+  if (url.startsWith('file://')) {
+    const parsed = URL.canParse(url) ? new URL(url) : undefined;
+    if (parsed === undefined || (parsed.host !== '' && parsed.host !== 'localhost')) {
+      return 'DATABASE_URL: a file:// URL takes an absolute path (file:///var/lib/users.db); for a relative path use file:PATH';
+    }
+    return { kind: 'sqlite', path: decodeURIComponent(parsed.pathname) };
+  }
   if (url.startsWith('file:')) return { kind: 'sqlite', path: url.slice('file:'.length) || './data/users.db' };
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
     return `DATABASE_URL: unsupported scheme in ${JSON.stringify(url.replace(/\/\/[^@/]*@/, '//***@'))}; use file:PATH, a path, or :memory:`;

@@ -42,7 +42,17 @@ describe('README examples', () => {
 
   it('has examples for every endpoint', () => {
     const commands = examples.map((example) => example.command).join('\n');
-    for (const fragment of ['/users?', 'X POST', 'X PUT', 'X PATCH', 'X DELETE', '-I http', '/users/1', '/healthz', '/readyz']) {
+    for (const fragment of [
+      '/users?',
+      'X POST',
+      'X PUT',
+      'X PATCH',
+      'X DELETE',
+      '-I http',
+      '/users/1',
+      '/healthz',
+      '/readyz',
+    ]) {
       assert.ok(commands.includes(fragment), `no example uses ${fragment}`);
     }
   });

@@ -78,9 +78,12 @@ function pathOf(request: FastifyRequest): string {
 }
 
 /** For FastifyServerOptions.frameworkErrors: errors raised before routing (bad URL encoding). */
-export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const httpError = toHttpError(error);
+  reply.header('x-request-id', request.id);
   void sendProblem(reply, toProblem(httpError));
+  // These requests skip the hooks that normally log the outcome.
+  request.log.info({ res: { statusCode: httpError.status }, problem: httpError.code }, 'request completed');
 }
 
 /** For FastifyServerOptions.clientErrorHandler: requests Node's HTTP parser could not read. */

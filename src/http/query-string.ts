@@ -41,6 +41,7 @@ export function decodeComponent(raw: string): string | undefined {
       bytes.push(code);
     } else {
       const point = plus.codePointAt(i) ?? code;
+      if (point >= 0xd800 && point <= 0xdfff) return undefined; // an unpaired surrogate is not text
       bytes.push(...Buffer.from(String.fromCodePoint(point), 'utf8'));
       if (point > 0xffff) i++;
     }
@@ -64,7 +65,7 @@ export function parseParams(raw: string): ParsedParams {
     const value = decodeComponent(eq === -1 ? '' : part.slice(eq + 1));
     if (name === undefined || value === undefined) {
       params[MALFORMED] ??= [];
-      params[MALFORMED].push(name ?? rawName);
+      params[MALFORMED].push(rawName);
       continue;
     }
     const existing = params[name];

@@ -60,11 +60,16 @@ const PRECONDITION_FAILED: WriteResult = { ok: false, reason: 'precondition-fail
 export function openSqliteStore(path: string, options: { busyTimeoutMs?: number } = {}): UserStore {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
-  db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5000)}`);
-  migrate(db);
-  return new SqliteStore(db);
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5000)}`);
+    migrate(db);
+    return new SqliteStore(db);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
 }
 
 class SqliteStore implements UserStore {

@@ -1,0 +1,214 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { type Config, ConfigError, loadConfig } from '../src/config.ts';
+
+type Env = Record<string, string | undefined>;
+
+const DEFAULTS: Config = {
+  port: 3000,
+  host: '127.0.0.1',
+  database: { kind: 'sqlite', path: './data/users.db' },
+  logLevel: 'info',
+  shutdownTimeoutMs: 10_000,
+};
+
+interface ValidRow {
+  name: string;
+  env?: Env;
+  argv?: string[];
+  /** The settings that differ from DEFAULTS. */
+  expected: Partial<Config>;
+}
+
+const validRows: ValidRow[] = [
+  { name: 'nothing set: the defaults', expected: {} },
+  { name: 'empty values count as unset', env: { PORT: '', HOST: '', DATABASE_URL: '', LOG_LEVEL: '' }, expected: {} },
+  {
+    name: 'every environment variable',
+    env: {
+      PORT: '8081',
+      HOST: '0.0.0.0',
+      DATABASE_URL: '/var/lib/users.db',
+      LOG_LEVEL: 'debug',
+      SHUTDOWN_TIMEOUT_MS: '2500',
+    },
+    expected: {
+      port: 8081,
+      host: '0.0.0.0',
+      database: { kind: 'sqlite', path: '/var/lib/users.db' },
+      logLevel: 'debug',
+      shutdownTimeoutMs: 2500,
+    },
+  },
+  { name: 'PORT 0 (ephemeral)', env: { PORT: '0' }, expected: { port: 0 } },
+  { name: 'PORT 65535', env: { PORT: '65535' }, expected: { port: 65535 } },
+  {
+    name: 'flags override the environment',
+    env: { PORT: '1111', HOST: 'localhost', DATABASE_URL: 'env.db', LOG_LEVEL: 'warn' },
+    argv: ['--port', '8080', '--host', '::1', '--database-url', 'flag.db', '--log-level', 'trace'],
+    expected: { port: 8080, host: '::1', database: { kind: 'sqlite', path: 'flag.db' }, logLevel: 'trace' },
+  },
+  {
+    name: 'flags in --name=value form',
+    argv: ['--port=9090', '--log-level=silent', '--shutdown-timeout-ms=0'],
+    expected: { port: 9090, logLevel: 'silent', shutdownTimeoutMs: 0 },
+  },
+  {
+    name: 'a flag overrides only its own setting',
+    env: { PORT: '1111', LOG_LEVEL: 'warn' },
+    argv: ['--port', '2222'],
+    expected: { port: 2222, logLevel: 'warn' },
+  },
+  {
+    name: 'DATABASE_URL file:PATH (relative)',
+    env: { DATABASE_URL: 'file:data/other.db' },
+    expected: { database: { kind: 'sqlite', path: 'data/other.db' } },
+  },
+  {
+    name: 'DATABASE_URL file:PATH (absolute)',
+    env: { DATABASE_URL: 'file:/srv/users.db' },
+    expected: { database: { kind: 'sqlite', path: '/srv/users.db' } },
+  },
+  {
+    name: 'DATABASE_URL file:///abs/path',
+    env: { DATABASE_URL: 'file:///srv/data/users.db' },
+    expected: { database: { kind: 'sqlite', path: '/srv/data/users.db' } },
+  },
+  {
+    name: 'DATABASE_URL file:///abs/path with a percent-escape',
+    env: { DATABASE_URL: 'file:///srv/my%20data/users.db' },
+    expected: { database: { kind: 'sqlite', path: '/srv/my data/users.db' } },
+  },
+  {
+    name: 'DATABASE_URL file://localhost/abs/path',
+    env: { DATABASE_URL: 'file://localhost/srv/users.db' },
+    expected: { database: { kind: 'sqlite', path: '/srv/users.db' } },
+  },
+  {
+    name: 'DATABASE_URL plain relative path',
+    env: { DATABASE_URL: './db/users.sqlite' },
+    expected: { database: { kind: 'sqlite', path: './db/users.sqlite' } },
+  },
+  {
+    name: 'DATABASE_URL plain absolute path',
+    env: { DATABASE_URL: '/tmp/users.db' },
+    expected: { database: { kind: 'sqlite', path: '/tmp/users.db' } },
+  },
+  {
+    name: 'DATABASE_URL :memory:',
+    env: { DATABASE_URL: ':memory:' },
+    expected: { database: { kind: 'sqlite', path: ':memory:' } },
+  },
+  {
+    name: '--database-url :memory:',
+    argv: ['--database-url', ':memory:'],
+    expected: { database: { kind: 'sqlite', path: ':memory:' } },
+  },
+];
+
+interface InvalidRow {
+  name: string;
+  env?: Env;
+  argv?: string[];
+  /** Each must match the message. */
+  messages: RegExp[];
+  /** Must not appear in the message (secrets). */
+  hidden?: string;
+}
+
+const invalidRows: InvalidRow[] = [
+  { name: 'PORT=abc', env: { PORT: 'abc' }, messages: [/PORT/, /whole number/, /"abc"/] },
+  { name: 'PORT=70000', env: { PORT: '70000' }, messages: [/PORT/, /0 to 65535/, /70000/] },
+  { name: 'PORT=-1', env: { PORT: '-1' }, messages: [/PORT/, /"-1"/] },
+  { name: 'PORT=8080.5', env: { PORT: '8080.5' }, messages: [/PORT/] },
+  { name: '--port abc', argv: ['--port', 'abc'], messages: [/PORT/, /"abc"/] },
+  { name: 'LOG_LEVEL=loud', env: { LOG_LEVEL: 'loud' }, messages: [/LOG_LEVEL/, /one of .*info/, /"loud"/] },
+  { name: '--log-level loud', argv: ['--log-level', 'loud'], messages: [/LOG_LEVEL/, /"loud"/] },
+  { name: 'SHUTDOWN_TIMEOUT_MS too large', env: { SHUTDOWN_TIMEOUT_MS: '700000' }, messages: [/SHUTDOWN_TIMEOUT_MS/] },
+  { name: '--host with an empty value', argv: ['--host', ''], messages: [/HOST/] },
+  { name: 'unknown flag --bogus', argv: ['--bogus'], messages: [/--bogus/, /--port/] },
+  { name: 'unknown flag with a value', argv: ['--bogus=1', '--port', '8080'], messages: [/--bogus/] },
+  { name: 'flag without its value', argv: ['--port'], messages: [/--port/] },
+  { name: 'positional argument', argv: ['serve'], messages: [/serve/] },
+  {
+    name: 'postgres:// (not supported yet)',
+    env: { DATABASE_URL: 'postgres://app:hunter2@db.internal:5432/users' },
+    messages: [/DATABASE_URL/, /PostgreSQL/, /not supported/],
+    hidden: 'hunter2',
+  },
+  {
+    name: 'postgresql:// (not supported yet)',
+    argv: ['--database-url', 'postgresql://db.internal/users'],
+    messages: [/DATABASE_URL/, /PostgreSQL/],
+  },
+  {
+    name: 'mysql://',
+    env: { DATABASE_URL: 'mysql://app:hunter2@db.internal/users' },
+    messages: [/DATABASE_URL/, /unsupported scheme/, /mysql:/],
+    hidden: 'hunter2',
+  },
+  {
+    name: 'several bad settings at once: all in one message',
+    env: { PORT: 'abc', LOG_LEVEL: 'loud', SHUTDOWN_TIMEOUT_MS: 'soon', DATABASE_URL: 'mysql://db/users' },
+    argv: ['--host', ''],
+    messages: [/PORT/, /LOG_LEVEL/, /SHUTDOWN_TIMEOUT_MS/, /DATABASE_URL/, /HOST/],
+  },
+];
+
+function configError(env: Env, argv: string[]): ConfigError {
+  try {
+    loadConfig(env, argv);
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
+    return error;
+  }
+  assert.fail('expected loadConfig to throw a ConfigError');
+}
+
+describe('loadConfig', () => {
+  describe('valid settings', () => {
+    for (const row of validRows) {
+      it(row.name, () => {
+        assert.deepEqual(loadConfig(row.env ?? {}, row.argv ?? []), { ...DEFAULTS, ...row.expected });
+      });
+    }
+  });
+
+  describe('invalid settings throw a ConfigError naming the setting', () => {
+    for (const row of invalidRows) {
+      it(row.name, () => {
+        const error = configError(row.env ?? {}, row.argv ?? []);
+        assert.equal(error.name, 'ConfigError');
+        for (const pattern of row.messages) assert.match(error.message, pattern);
+        if (row.hidden !== undefined) assert.ok(!error.message.includes(row.hidden), error.message);
+      });
+    }
+  });
+
+  it('a file:// URL with a host is refused, not read as another path', () => {
+    // file://data/users.db has the host "data"; taking only the URL's pathname would open /users.db.
+    for (const url of ['file://data/users.db', 'file://./data/users.db']) {
+      let config: Readonly<Config> | undefined;
+      try {
+        config = loadConfig({ DATABASE_URL: url }, []);
+      } catch (error) {
+        assert.ok(error instanceof ConfigError && /DATABASE_URL/.test(error.message), String(error));
+        continue;
+      }
+      assert.fail(`${url} was accepted as ${JSON.stringify(config.database)}`);
+    }
+  });
+
+  it('ignores environment variables it does not know', () => {
+    assert.deepEqual(loadConfig({ HOME: '/root', NODE_ENV: 'production', port: '1' }, []), DEFAULTS);
+  });
+
+  it('returns a frozen object', () => {
+    const config = loadConfig({}, ['--port', '8080']);
+    assert.ok(Object.isFrozen(config));
+    assert.throws(() => {
+      (config as Config).port = 1;
+    }, TypeError);
+    assert.equal(config.port, 8080);
+  });
+});

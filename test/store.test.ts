@@ -1,0 +1,296 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, afterEach, beforeEach, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import { openSqliteStore } from '../src/store/sqlite-store.ts';
+import type { ListFilter, User, UserInput, UserStore } from '../src/store/store.ts';
+import { tempDir } from './helpers/server.ts';
+
+interface Backend {
+  name: string;
+  /** A new, empty store; every test opens its own. */
+  open: () => UserStore;
+}
+
+const scratch = tempDir('user-records-store-');
+let files = 0;
+const nextFile = () => join(scratch.dir, `users-${++files}.db`);
+
+// The contract every backend keeps. A PostgreSQL backend joins by adding a row here.
+const backends: Backend[] = [
+  { name: 'sqlite (file)', open: () => openSqliteStore(nextFile()) },
+  { name: 'sqlite (memory)', open: () => openSqliteStore(':memory:') },
+];
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const fieldsOf = (user: User): UserInput => ({ name: user.name, age: user.age, city: user.city });
+
+/** The seed for the list tests; indexes into it name the expected records. */
+const PEOPLE: UserInput[] = [
+  { name: 'Ada', age: 36, city: 'London' },
+  { name: 'Ben', age: 41, city: 'Leeds' },
+  { name: 'Ada', age: 41, city: 'Paris' },
+  { name: 'Cy', age: 36, city: 'London' },
+  { name: 'Ada', age: 36, city: 'London' },
+  { name: 'Dee', age: 0, city: 'York' },
+];
+
+interface ListRow {
+  name: string;
+  filter: Omit<ListFilter, 'afterId'>;
+  /** Index in PEOPLE of the record whose id becomes afterId. */
+  after?: number;
+  expected: number[];
+}
+
+const listRows: ListRow[] = [
+  { name: 'no filter: everything in id order', filter: {}, expected: [0, 1, 2, 3, 4, 5] },
+  { name: 'name', filter: { name: 'Ada' }, expected: [0, 2, 4] },
+  { name: 'name matches exactly (case)', filter: { name: 'ada' }, expected: [] },
+  { name: 'age', filter: { age: 36 }, expected: [0, 3, 4] },
+  { name: 'age 0 is a filter, not "no filter"', filter: { age: 0 }, expected: [5] },
+  { name: 'city', filter: { city: 'London' }, expected: [0, 3, 4] },
+  { name: 'name and age', filter: { name: 'Ada', age: 41 }, expected: [2] },
+  { name: 'name, age and city', filter: { name: 'Ada', age: 36, city: 'London' }, expected: [0, 4] },
+  { name: 'no match', filter: { name: 'Nobody' }, expected: [] },
+  { name: 'afterId', filter: {}, after: 1, expected: [2, 3, 4, 5] },
+  { name: 'afterId of the last record', filter: {}, after: 5, expected: [] },
+  { name: 'limit', filter: { limit: 2 }, expected: [0, 1] },
+  { name: 'limit above the count', filter: { limit: 100 }, expected: [0, 1, 2, 3, 4, 5] },
+  { name: 'afterId and limit', filter: { limit: 2 }, after: 0, expected: [1, 2] },
+  { name: 'filter, afterId and limit', filter: { name: 'Ada', limit: 1 }, after: 0, expected: [2] },
+  { name: 'city and afterId', filter: { city: 'London' }, after: 3, expected: [4] },
+];
+
+for (const backend of backends) {
+  describe(backend.name, () => {
+    let store: UserStore;
+    beforeEach(() => {
+      store = backend.open();
+    });
+    afterEach(() => store.close());
+
+    it('create returns increasing ids, version 1 and equal createdAt/updatedAt dates', async () => {
+      const start = Date.now();
+      const first = await store.create({ name: 'Ada', age: 36, city: 'London' });
+      const second = await store.create({ name: 'Ben', age: 41, city: 'Leeds' });
+      const end = Date.now();
+      assert.ok(Number.isSafeInteger(first.id) && first.id >= 1, `first id ${first.id}`);
+      assert.ok(second.id > first.id, `ids ${first.id}, ${second.id}`);
+      for (const user of [first, second]) {
+        assert.equal(user.version, 1);
+        assert.ok(user.createdAt instanceof Date && user.updatedAt instanceof Date);
+        assert.equal(user.createdAt.getTime(), user.updatedAt.getTime());
+        assert.ok(user.createdAt.getTime() >= start && user.createdAt.getTime() <= end);
+      }
+      assert.deepEqual(fieldsOf(first), { name: 'Ada', age: 36, city: 'London' });
+      assert.deepEqual(await store.get(first.id), first);
+      assert.deepEqual(await store.get(second.id), second);
+    });
+
+    it('get of a missing id is undefined', async () => {
+      const user = await store.create({ name: 'Ada', age: 36, city: 'London' });
+      assert.equal(await store.get(user.id + 1), undefined);
+      assert.equal(await store.get(987_654), undefined);
+    });
+
+    describe('list', () => {
+      let ids: number[];
+      beforeEach(async () => {
+        ids = [];
+        for (const person of PEOPLE) ids.push((await store.create(person)).id);
+      });
+
+      for (const row of listRows) {
+        it(row.name, async () => {
+          const filter: ListFilter = { ...row.filter };
+          if (row.after !== undefined) filter.afterId = ids[row.after];
+          const users = await store.list(filter);
+          assert.deepEqual(
+            users.map((user) => user.id),
+            row.expected.map((index) => ids[index]),
+          );
+          assert.deepEqual(
+            users.map(fieldsOf),
+            row.expected.map((index) => PEOPLE[index]),
+          );
+        });
+      }
+
+      it('on an empty store is an empty array', async () => {
+        const empty = backend.open();
+        try {
+          assert.deepEqual(await empty.list({}), []);
+        } finally {
+          await empty.close();
+        }
+      });
+    });
+
+    it('update of some fields bumps version and updatedAt and keeps the others', async () => {
+      const created = await store.create({ name: 'Ada', age: 36, city: 'London' });
+      await sleep(5);
+      const first = await store.update(created.id, { city: 'Paris' });
+      assert.ok(first.ok);
+      assert.equal(first.user.id, created.id);
+      assert.deepEqual(fieldsOf(first.user), { name: 'Ada', age: 36, city: 'Paris' });
+      assert.equal(first.user.version, 2);
+      assert.equal(first.user.createdAt.getTime(), created.createdAt.getTime());
+      assert.ok(first.user.updatedAt > created.updatedAt, `${first.user.updatedAt.toISOString()} not later`);
+      await sleep(5);
+      const second = await store.update(created.id, { name: 'Ada L.', age: 37 });
+      assert.ok(second.ok);
+      assert.deepEqual(fieldsOf(second.user), { name: 'Ada L.', age: 37, city: 'Paris' });
+      assert.equal(second.user.version, 3);
+      assert.ok(second.user.updatedAt > first.user.updatedAt);
+      assert.deepEqual(await store.get(created.id), second.user);
+    });
+
+    it('update and remove of a missing id answer not-found', async () => {
+      const user = await store.create({ name: 'Ada', age: 36, city: 'London' });
+      assert.deepEqual(await store.update(user.id + 1, { city: 'Paris' }), { ok: false, reason: 'not-found' });
+      assert.deepEqual(await store.remove(user.id + 1), { ok: false, reason: 'not-found' });
+      assert.deepEqual(await store.list({}), [user]);
+    });
+
+    it('a precondition sees the current record; a false one answers precondition-failed and changes nothing', async () => {
+      const created = await store.create({ name: 'Ada', age: 36, city: 'London' });
+      const seen: User[] = [];
+      const firstVersion = (current: User) => {
+        seen.push(current);
+        return current.version === 1;
+      };
+      const changed = await store.update(created.id, { age: 37 }, firstVersion);
+      assert.ok(changed.ok);
+      assert.deepEqual(seen, [created]);
+
+      const stale = await store.update(created.id, { age: 99 }, firstVersion);
+      assert.deepEqual(stale, { ok: false, reason: 'precondition-failed' });
+      assert.deepEqual(await store.remove(created.id, () => false), { ok: false, reason: 'precondition-failed' });
+      assert.deepEqual(await store.get(created.id), changed.user);
+    });
+
+    it('remove returns the removed record, which is gone afterwards', async () => {
+      const keep = await store.create({ name: 'Ada', age: 36, city: 'London' });
+      const drop = await store.create({ name: 'Ben', age: 41, city: 'Leeds' });
+      const removed = await store.remove(drop.id, (current) => current.version === 1);
+      assert.deepEqual(removed, { ok: true, user: drop });
+      assert.equal(await store.get(drop.id), undefined);
+      assert.deepEqual(await store.list({}), [keep]);
+      assert.deepEqual(await store.remove(drop.id), { ok: false, reason: 'not-found' });
+    });
+
+    it('ids are never reused, even after removing the newest record', async () => {
+      await store.create({ name: 'Ada', age: 36, city: 'London' });
+      const newest = await store.create({ name: 'Ben', age: 41, city: 'Leeds' });
+      assert.ok((await store.remove(newest.id)).ok);
+      const next = await store.create({ name: 'Cy', age: 5, city: 'York' });
+      assert.ok(next.id > newest.id, `id ${next.id} reuses or precedes the removed ${newest.id}`);
+    });
+
+    it('200 creates started in the same tick all resolve, with distinct ids in call order', async () => {
+      const inputs = Array.from({ length: 200 }, (_, i) => ({ name: `n${i}`, age: i % 151, city: `c${i % 7}` }));
+      const users = await Promise.all(inputs.map((input) => store.create(input)));
+      assert.deepEqual(users.map(fieldsOf), inputs);
+      for (let i = 1; i < users.length; i++) {
+        assert.ok((users[i] as User).id > (users[i - 1] as User).id, `id at ${i} is not above the one before`);
+      }
+      assert.equal(new Set(users.map((user) => user.id)).size, 200);
+      assert.deepEqual(await store.list({}), users);
+    });
+
+    it('writes of one batch apply in call order', async () => {
+      const user = await store.create({ name: 'Ada', age: 36, city: 'London' });
+      const results = await Promise.all([
+        store.update(user.id, { city: 'Paris' }),
+        store.remove(user.id),
+        store.update(user.id, { city: 'Rome' }),
+      ]);
+      const [updated, removed, late] = results;
+      assert.ok(updated?.ok && removed?.ok);
+      assert.equal(removed.user.city, 'Paris');
+      assert.equal(removed.user.version, 2);
+      assert.deepEqual(late, { ok: false, reason: 'not-found' });
+      assert.deepEqual(await store.list({}), []);
+    });
+
+    it('a write that throws inside a batch rejects alone; the rest of the batch commits', async () => {
+      const target = await store.create({ name: 'Ada', age: 36, city: 'London' });
+      // The store trusts validated input; age 999 breaks the CHECK constraint and stands for a failing job.
+      const settled = await Promise.allSettled([
+        store.create({ name: 'Ben', age: 41, city: 'Leeds' }),
+        store.update(target.id, { age: 999, city: 'Nowhere' }),
+        store.update(target.id, { city: 'Paris' }),
+        store.create({ name: 'Cy', age: 5, city: 'York' }),
+      ]);
+      assert.deepEqual(
+        settled.map((outcome) => outcome.status),
+        ['fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+      );
+      const failure = settled[1] as PromiseRejectedResult;
+      assert.match(String(failure.reason), /CHECK constraint failed/);
+      const stored = await store.list({});
+      assert.deepEqual(stored.map(fieldsOf), [
+        { name: 'Ada', age: 36, city: 'Paris' },
+        { name: 'Ben', age: 41, city: 'Leeds' },
+        { name: 'Cy', age: 5, city: 'York' },
+      ]);
+      assert.equal(stored[0]?.version, 2, 'the failed update must not have bumped the version');
+    });
+
+    it('ping resolves', async () => {
+      await store.ping();
+    });
+  });
+}
+
+describe('sqlite (file) only', () => {
+  it('reopening the file keeps the data and the id sequence', async () => {
+    const path = nextFile();
+    const store = openSqliteStore(path);
+    const ada = await store.create({ name: 'Ada', age: 36, city: 'London' });
+    const ben = await store.create({ name: 'Ben', age: 41, city: 'Leeds' });
+    const changed = await store.update(ada.id, { city: 'Paris' });
+    assert.ok(changed.ok);
+    assert.ok((await store.remove(ben.id)).ok);
+    await store.close();
+
+    const reopened = openSqliteStore(path);
+    try {
+      assert.deepEqual(await reopened.list({}), [changed.user]);
+      const cy = await reopened.create({ name: 'Cy', age: 5, city: 'York' });
+      assert.ok(cy.id > ben.id, `id ${cy.id} reuses or precedes the removed ${ben.id}`);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('close commits a write still queued, and a second close is harmless', async () => {
+    const path = nextFile();
+    const store = openSqliteStore(path);
+    const pending = store.create({ name: 'Ada', age: 36, city: 'London' });
+    await store.close();
+    const user = await pending;
+    await store.close();
+    await assert.rejects(store.ping());
+
+    const reopened = openSqliteStore(path);
+    try {
+      assert.deepEqual(await reopened.list({}), [user]);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('refuses a database whose schema is newer than this service knows', async () => {
+    const path = nextFile();
+    await openSqliteStore(path).close();
+    const db = new Database(path);
+    db.prepare("INSERT INTO schema_migrations VALUES (999, 'future', 'x')").run();
+    db.close();
+    assert.throws(() => openSqliteStore(path), /newer/);
+    assert.throws(() => openSqliteStore(path), /999/);
+  });
+});
+
+after(() => scratch.cleanup());
