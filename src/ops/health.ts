@@ -14,7 +14,7 @@ export function registerHealthRoutes(app: FastifyInstance, store: UserStore): vo
       schema: {
         tags: ['operations'],
         summary: 'Liveness: the process is up',
-        response: { 200: jsonResponse(Status, 'Alive.') },
+        response: { 200: jsonResponse(Status, 'Alive.'), ...problemResponses(400, 500) },
       },
     },
     async () => ({ status: 'ok' as const }),
@@ -26,7 +26,7 @@ export function registerHealthRoutes(app: FastifyInstance, store: UserStore): vo
       schema: {
         tags: ['operations'],
         summary: 'Readiness: the database answers',
-        response: { 200: jsonResponse(Status, 'Ready.'), ...problemResponses(503) },
+        response: { 200: jsonResponse(Status, 'Ready.'), ...problemResponses(400, 500, 503) },
       },
     },
     async (request) => {

@@ -1,5 +1,6 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ifMatchHolds } from '../http/conditional.ts';
 import { allowOnly } from '../http/methods.ts';
 import { HttpError } from '../http/problem.ts';
@@ -140,11 +141,7 @@ export function registerUserRoutes(app: FastifyInstance, store: UserStore): void
         response: writeResponses,
       },
     },
-    async (request, reply) => {
-      const id = parseId(request.params.id);
-      const result = await store.update(id, toInput(request.query), precondition(request));
-      return answer(result, id, reply, request.query.fields);
-    },
+    async (request, reply) => update(store, request, reply),
   );
 
   api.patch(
@@ -162,16 +159,7 @@ export function registerUserRoutes(app: FastifyInstance, store: UserStore): void
         response: writeResponses,
       },
     },
-    async (request, reply) => {
-      const id = parseId(request.params.id);
-      const { name, age, city } = request.query;
-      const changes: Partial<UserInput> = {};
-      if (name !== undefined) changes.name = name;
-      if (age !== undefined) changes.age = Number(age);
-      if (city !== undefined) changes.city = city;
-      const result = await store.update(id, changes, precondition(request));
-      return answer(result, id, reply, request.query.fields);
-    },
+    async (request, reply) => update(store, request, reply),
   );
 
   api.delete(
@@ -186,7 +174,7 @@ export function registerUserRoutes(app: FastifyInstance, store: UserStore): void
         querystring: FieldsQuery,
         response: {
           200: jsonResponse(UsersEnvelope, 'The record just deleted.'),
-          ...problemResponses(400, 404, 412, 500, 503),
+          ...problemResponses(400, 404, 412, 413, 500, 503),
         },
       },
     },
@@ -205,6 +193,23 @@ function toInput(query: { name: string; age: string; city: string }): UserInput 
   return { name: query.name, age: Number(query.age), city: query.city };
 }
 
+interface UpdateRequest {
+  params: { id: string };
+  query: { name?: string; age?: string; city?: string; fields?: string };
+  headers: IncomingHttpHeaders;
+}
+
+/** PUT and PATCH: the schemas decide which fields are required; this applies the given ones. */
+async function update(store: UserStore, request: UpdateRequest, reply: FastifyReply) {
+  const id = parseId(request.params.id);
+  const { name, age, city, fields } = request.query;
+  const changes: Partial<UserInput> = {};
+  if (name !== undefined) changes.name = name;
+  if (age !== undefined) changes.age = Number(age);
+  if (city !== undefined) changes.city = city;
+  return answer(await store.update(id, changes, precondition(request)), id, reply, fields);
+}
+
 const ID = /^[1-9][0-9]{0,15}$/;
 
 /** A path id: a canonical positive integer, or 404 (there can be no record there). */
@@ -218,7 +223,7 @@ function noRecord(id: number): HttpError {
   return new HttpError('not-found', `There is no record with id ${id}.`);
 }
 
-function precondition(request: FastifyRequest): Precondition | undefined {
+function precondition(request: { headers: IncomingHttpHeaders }): Precondition | undefined {
   const header = request.headers['if-match'];
   if (header === undefined) return undefined;
   return (current) => ifMatchHolds(header, userEtag(current));
