@@ -5,7 +5,7 @@ export interface Answer {
   status: number;
   headers: Headers;
   text: string;
-  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON bodies
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read arbitrary JSON bodies
   json: any;
 }
 
@@ -44,7 +44,7 @@ export function rawRequest(base: string, head: Buffer | string): Promise<{ statu
 }
 
 /** Asserts the RFC 9457 shape and returns the body. */
-// biome-ignore lint/suspicious/noExplicitAny: problem bodies are checked field by field
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- problem bodies are checked field by field
 export function assertProblem(answer: Answer, status: number): any {
   assert.equal(answer.status, status, `expected ${status}, got ${answer.status}: ${answer.text}`);
   assert.match(answer.headers.get('content-type') ?? '', /^application\/problem\+json/);
