@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { assertProblem, call, createUser, rawRequest } from './helpers/http.ts';
-import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
+import { serverForSuite } from './helpers/server.ts';
 
 interface Row {
   name: string;
@@ -168,19 +168,12 @@ const rows: Row[] = [
 ];
 
 describe('bad input is refused with 400 problem details and stores nothing', () => {
-  let server: RunningServer;
+  const server = serverForSuite();
   let id: number;
-  let snapshot: () => Promise<string>;
-  const data = tempDir();
+  const snapshot = async () => (await call(server.url, 'GET', '/users?fields=id,name,age,city,updatedAt')).text;
 
   before(async () => {
-    server = await startServer({ DATABASE_URL: `${data.dir}/users.db` });
     id = await createUser(server.url, 'Keeper', 42, 'Stays');
-    snapshot = async () => (await call(server.url, 'GET', '/users?fields=id,name,age,city,updatedAt')).text;
-  });
-  after(async () => {
-    await server.stop();
-    data.cleanup();
   });
 
   for (const row of rows) {

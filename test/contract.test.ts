@@ -1,20 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { call } from './helpers/http.ts';
-import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
+import { serverForSuite } from './helpers/server.ts';
 
 // The original contract, byte for byte, against the real server over HTTP, as existing clients use it.
 describe('the original contract', () => {
-  let server: RunningServer;
-  const data = tempDir();
-
-  before(async () => {
-    server = await startServer({ DATABASE_URL: `${data.dir}/users.db` });
-  });
-  after(async () => {
-    await server.stop();
-    data.cleanup();
-  });
+  const server = serverForSuite();
 
   it('GET /users on an empty store answers 200 {"data":[]}', async () => {
     const answer = await call(server.url, 'GET', '/users');

@@ -1,21 +1,14 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { assertProblem, call, createUser, rawRequest } from './helpers/http.ts';
-import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
+import { serverForSuite } from './helpers/server.ts';
 
 // Every row of the endpoint table in DESIGN.md, over real HTTP.
 describe('endpoints', () => {
-  let server: RunningServer;
+  const server = serverForSuite();
   let base: string;
-  const data = tempDir();
-
-  before(async () => {
-    server = await startServer({ DATABASE_URL: `${data.dir}/users.db` });
+  before(() => {
     base = server.url;
-  });
-  after(async () => {
-    await server.stop();
-    data.cleanup();
   });
 
   it('POST /users answers Location and ETag; ids are positive, increasing integers', async () => {
@@ -23,7 +16,10 @@ describe('endpoints', () => {
     const second = await createUser(base, 'Ben', 21, 'Lyon');
     assert.ok(first >= 1 && second > first);
     const answer = await call(base, 'POST', '/users?name=Cid&age=22&city=Nice');
-    assert.match(answer.headers.get('etag') ?? '', /^"[^"]+"$/);
+    const location = answer.headers.get('location') ?? '';
+    assert.equal(answer.headers.get('content-location'), location);
+    const read = await call(base, 'GET', location);
+    assert.equal(answer.headers.get('etag'), read.headers.get('etag'), 'the POST ETag is the new record ETag');
   });
 
   it('POST /users also takes a JSON body or a form body, with the same rules', async () => {

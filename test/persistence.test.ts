@@ -1,14 +1,47 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { call, createUser } from './helpers/http.ts';
-import { startServer, tempDir } from './helpers/server.ts';
+import { startWriters, waitFor } from './helpers/load.ts';
+import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
 
-describe('durability', () => {
-  it('records, changes and deletions survive a restart, and ids are never reused', async () => {
-    const data = tempDir();
-    const env = { DATABASE_URL: `${data.dir}/users.db` };
-    try {
-      let server = await startServer(env);
+type Start = () => Promise<RunningServer>;
+
+/**
+ * Runs a test with a database folder that outlives server restarts. Every server the test starts
+ * through `start` is killed at the end if the test left it running, and the folder is removed.
+ */
+async function withDatabase(test: (start: Start) => Promise<void>): Promise<void> {
+  const data = tempDir();
+  const env = { DATABASE_URL: `${data.dir}/users.db` };
+  const servers: RunningServer[] = [];
+  const start: Start = async () => {
+    const server = await startServer(env);
+    servers.push(server);
+    return server;
+  };
+  try {
+    await test(start);
+  } finally {
+    for (const server of servers) await server.stop('SIGKILL');
+    data.cleanup();
+  }
+}
+
+/** The names listed by a fresh server on the same database. */
+async function namesAfterRestart(start: Start): Promise<string[]> {
+  const restarted = await start();
+  try {
+    const list = await call(restarted.url, 'GET', '/users?fields=name');
+    return list.json.data.map((record: { name: string }) => record.name);
+  } finally {
+    await restarted.stop();
+  }
+}
+
+describe('durability', { timeout: 120_000 }, () => {
+  it('records, changes and deletions survive a restart, and ids are never reused', () =>
+    withDatabase(async (start) => {
+      let server = await start();
       const a = await createUser(server.url, 'Ada', 36, 'London');
       const b = await createUser(server.url, 'Ben', 41, 'Leeds');
       await call(server.url, 'PATCH', `/users/${a}?city=Cambridge`);
@@ -16,7 +49,7 @@ describe('durability', () => {
       const before = await call(server.url, 'GET', '/users?fields=id,name,age,city,createdAt,updatedAt');
       assert.equal(await server.stop('SIGTERM'), 0);
 
-      server = await startServer(env);
+      server = await start();
       const after = await call(server.url, 'GET', '/users?fields=id,name,age,city,createdAt,updatedAt');
       assert.equal(after.text, before.text);
       assert.deepEqual(
@@ -26,108 +59,47 @@ describe('durability', () => {
       const c = await createUser(server.url, 'Cy', 5, 'York');
       assert.ok(c > b, `id ${c} must be greater than the deleted ${b}`);
       await server.stop();
-    } finally {
-      data.cleanup();
-    }
-  });
+    }));
 
-  it('every write answered 200 before a SIGKILL is listed exactly once after restart', async () => {
-    const data = tempDir();
-    const env = { DATABASE_URL: `${data.dir}/users.db` };
-    try {
-      const server = await startServer(env);
-      const acknowledged = new Set<string>();
-      const attempted = new Set<string>();
-      let killed = false;
-      const writer = async (w: number) => {
-        for (let n = 0; n < 2000 && !killed; n++) {
-          const name = `w${w}-${n}`;
-          attempted.add(name);
-          try {
-            const answer = await fetch(`${server.url}/users?name=${name}&age=${n % 151}&city=c${w}`, {
-              method: 'POST',
-            });
-            if (answer.status === 200) {
-              await answer.arrayBuffer();
-              acknowledged.add(name);
-            }
-          } catch {
-            return; // the server is gone
-          }
-        }
-      };
-      const writers = Array.from({ length: 20 }, (_, w) => writer(w));
-      const deadline = Date.now() + 10_000;
-      while (acknowledged.size < 300 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-      assert.ok(acknowledged.size >= 300, `only ${acknowledged.size} writes were answered in 10 s`);
+  it('every write answered 200 before a SIGKILL is listed exactly once after restart', () =>
+    withDatabase(async (start) => {
+      const server = await start();
+      const load = startWriters(server.url, 20, 'w');
+      const enough = await waitFor(() => load.answered.size >= 300, 10_000);
+      assert.ok(enough, `only ${load.answered.size} writes were answered in 10 s`);
       await server.stop('SIGKILL');
-      killed = true;
-      await Promise.all(writers);
+      await load.stop();
 
-      const restarted = await startServer(env);
-      const list = await call(restarted.url, 'GET', '/users?fields=name');
-      const names: string[] = list.json.data.map((record: { name: string }) => record.name);
-      await restarted.stop();
-
+      const names = await namesAfterRestart(start);
       const counts = new Map<string, number>();
       for (const name of names) counts.set(name, (counts.get(name) ?? 0) + 1);
-      for (const name of acknowledged)
+      for (const name of load.answered) {
         assert.equal(counts.get(name), 1, `${name} was answered 200 but is listed ${counts.get(name) ?? 0} times`);
+      }
       for (const [name, count] of counts) {
         assert.equal(count, 1, `${name} is listed ${count} times`);
-        assert.ok(attempted.has(name), `${name} was never sent`);
+        assert.ok(load.attempted.has(name), `${name} was never sent`);
       }
-      console.log(`# SIGKILL: ${acknowledged.size} answered writes, ${names.length} listed after restart`);
-    } finally {
-      data.cleanup();
-    }
-  });
+      console.log(`# SIGKILL: ${load.answered.size} answered writes, ${names.length} listed after restart`);
+    }));
 
-  it('SIGTERM under load finishes the requests in flight, loses no answered write and exits 0', async () => {
-    const data = tempDir();
-    const env = { DATABASE_URL: `${data.dir}/users.db` };
-    try {
-      const server = await startServer(env);
-      const answered = new Set<string>();
-      const statuses = new Map<number, number>();
-      let stopping = false;
-      const writer = async (w: number) => {
-        for (let n = 0; n < 2000; n++) {
-          const name = `t${w}-${n}`;
-          try {
-            const answer = await fetch(`${server.url}/users?name=${name}&age=1&city=c`, { method: 'POST' });
-            await answer.arrayBuffer();
-            statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
-            if (answer.status === 200) answered.add(name);
-            if (answer.status !== 200 && stopping) return;
-          } catch {
-            if (stopping) return; // connection refused or closed once the server stopped listening
-            throw new Error(`request ${name} failed before shutdown began`);
-          }
-        }
-      };
-      const writers = Array.from({ length: 10 }, (_, w) => writer(w));
-      while (answered.size < 100) await new Promise((r) => setTimeout(r, 5));
-      stopping = true;
+  it('SIGTERM under load finishes the requests in flight, loses no answered write and exits 0', () =>
+    withDatabase(async (start) => {
+      const server = await start();
+      const load = startWriters(server.url, 10, 't');
+      assert.ok(await waitFor(() => load.answered.size >= 100, 10_000), 'the load did not get going');
       const started = Date.now();
       const exit = await server.stop('SIGTERM');
       const took = Date.now() - started;
-      await Promise.all(writers);
+      await load.stop();
       assert.equal(exit, 0);
       assert.ok(took < 5000, `shutdown took ${took} ms`);
-      for (const status of statuses.keys()) assert.ok(status === 200 || status === 503, `unexpected status ${status}`);
+      for (const status of load.statuses.keys()) assert.ok([200, 503].includes(status), `unexpected ${status}`);
+      for (const type of load.errorTypes) assert.match(type, /^application\/problem\+json/);
 
-      const restarted = await startServer(env);
-      const names = new Set(
-        (await call(restarted.url, 'GET', '/users?fields=name')).json.data.map(
-          (record: { name: string }) => record.name,
-        ),
-      );
-      await restarted.stop();
-      for (const name of answered) assert.ok(names.has(name), `${name} was answered 200 but lost`);
-      console.log(`# SIGTERM: ${answered.size} answered writes kept, exit 0 in ${took} ms`);
-    } finally {
-      data.cleanup();
-    }
-  });
+      const names = new Set(await namesAfterRestart(start));
+      for (const name of load.answered) assert.ok(names.has(name), `${name} was answered 200 but lost`);
+      const shed = load.statuses.get(503) ?? 0;
+      console.log(`# SIGTERM: ${load.answered.size} answered writes kept, ${shed} shed with 503, exit 0 in ${took} ms`);
+    }));
 });

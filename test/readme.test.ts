@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
-import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
+import { describe, it } from 'node:test';
+import { serverForSuite } from './helpers/server.ts';
 
 interface Example {
   command: string;
@@ -28,17 +28,8 @@ function readmeExamples(): Example[] {
 
 // The README's examples, run exactly as written (only the port differs) on an empty database.
 describe('README examples', () => {
-  let server: RunningServer;
-  const data = tempDir();
+  const server = serverForSuite();
   const examples = readmeExamples();
-
-  before(async () => {
-    server = await startServer({ DATABASE_URL: `${data.dir}/users.db` });
-  });
-  after(async () => {
-    await server.stop();
-    data.cleanup();
-  });
 
   it('has examples for every endpoint', () => {
     const commands = examples.map((example) => example.command).join('\n');

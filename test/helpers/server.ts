@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { after, before } from 'node:test';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -11,8 +12,11 @@ export interface RunningServer {
   pid: number;
   /** Every line the server printed so far (stdout and stderr). */
   logs: string[];
-  /** Sends the signal and resolves with the exit code (or the signal name). */
-  stop(signal?: NodeJS.Signals): Promise<number | string>;
+  /**
+   * Sends the signal and resolves with the exit code (or the signal name). A server still running
+   * after `timeoutMs` is killed and the answer is `timeout`.
+   */
+  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | string>;
 }
 
 /** A temporary folder for a test's database, removed by the returned cleanup. */
@@ -49,9 +53,20 @@ export function startServer(env: Record<string, string> = {}, timeoutMs = 20_000
           url: match[1],
           pid: child.pid as number,
           logs,
-          stop: (signal: NodeJS.Signals = 'SIGTERM') => {
-            if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-            return exited;
+          stop: async (signal: NodeJS.Signals = 'SIGTERM', stopTimeoutMs = 15_000) => {
+            if (child.exitCode !== null || child.signalCode !== null) return exited;
+            child.kill(signal);
+            let timer: NodeJS.Timeout | undefined;
+            const late = new Promise<string>((resolve) => {
+              timer = setTimeout(() => resolve('timeout'), stopTimeoutMs);
+            });
+            const outcome = await Promise.race([exited, late]);
+            clearTimeout(timer);
+            if (outcome === 'timeout') {
+              child.kill('SIGKILL');
+              await exited;
+            }
+            return outcome;
           },
         });
       }
@@ -63,4 +78,26 @@ export function startServer(env: Record<string, string> = {}, timeoutMs = 20_000
       reject(new Error(`server exited (${code}) before listening:\n${logs.join('\n')}`));
     });
   });
+}
+
+/**
+ * Starts the server on a fresh database before the enclosing suite's tests and stops it after.
+ * Read `url` inside tests (it is known once the suite has started).
+ */
+export function serverForSuite(env: Record<string, string> = {}): { readonly url: string } {
+  const data = tempDir();
+  let server: RunningServer | undefined;
+  before(async () => {
+    server = await startServer({ DATABASE_URL: join(data.dir, 'users.db'), ...env });
+  });
+  after(async () => {
+    await server?.stop();
+    data.cleanup();
+  });
+  return {
+    get url() {
+      if (server === undefined) throw new Error('the suite server has not started');
+      return server.url;
+    },
+  };
 }

@@ -1,0 +1,99 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { jsonResponse, problemResponses } from '../http/schemas.ts';
+import type { ListFilter, User, UserInput, UserStore } from '../store/store.ts';
+import { normalizeInput } from './input.ts';
+import { ETAG, FORMS, NOT_MODIFIED, TAGS } from './openapi.ts';
+import { envelope, selectedFields, userEtag } from './present.ts';
+import { FullInputQuery, InputBody, ListQuery, UsersEnvelope } from './schemas.ts';
+
+/** `GET /users` (all records, or filtered pages) and `POST /users`. */
+export function registerCollectionRoutes(app: FastifyInstance, store: UserStore): void {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const preValidation = normalizeInput;
+
+  api.get(
+    '/users',
+    {
+      preValidation,
+      schema: {
+        tags: TAGS,
+        summary: 'List records in creation order',
+        description:
+          'Every stored record, oldest first. Optional exact-match filters (`name`, `age`, `city`) and pages (`limit` with `after`); while more records remain, a `Link: <...>; rel="next"` header gives the next page.',
+        querystring: ListQuery,
+        response: {
+          200: jsonResponse(UsersEnvelope, 'The matching records.', {
+            ...ETAG,
+            Link: 'The next page, while more remain.',
+          }),
+          ...NOT_MODIFIED,
+          ...problemResponses(400, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const query = request.query;
+      const limit = query.limit === undefined ? undefined : Number(query.limit);
+      const filter: ListFilter = {
+        name: query.name,
+        city: query.city,
+        age: query.age === undefined ? undefined : Number(query.age),
+        afterId: query.after === undefined ? undefined : Number(query.after),
+        limit: limit === undefined ? undefined : limit + 1,
+      };
+      const users = await store.list(filter);
+      if (limit !== undefined && users.length > limit) {
+        users.length = limit;
+        reply.header('link', `<${nextPage(query, users[limit - 1] as User)}>; rel="next"`);
+      }
+      return envelope(users, selectedFields(query.fields));
+    },
+  );
+
+  api.post(
+    '/users',
+    {
+      preValidation,
+      schema: {
+        tags: TAGS,
+        summary: 'Create a record',
+        description:
+          'The parameters go in the query string (the original contract), or as a JSON or form body; not both. Answers 200 with the stored record and a `Location` header.',
+        querystring: FullInputQuery,
+        body: InputBody,
+        consumes: FORMS,
+        response: {
+          200: jsonResponse(UsersEnvelope, 'The record just stored.', {
+            Location: 'The new record, /users/{id}.',
+            'Content-Location': 'The same: the body is a representation of the new record.',
+            ...ETAG,
+          }),
+          ...problemResponses(400, 413, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const query = request.query;
+      const user = await store.create(toInput(query));
+      // Content-Location makes the body a representation of the new record, which the ETag then describes.
+      const location = `/users/${user.id}`;
+      reply.header('location', location).header('content-location', location).header('etag', userEtag(user));
+      return envelope([user], selectedFields(query.fields));
+    },
+  );
+}
+
+function toInput(query: { name: string; age: string; city: string }): UserInput {
+  return { name: query.name, age: Number(query.age), city: query.city };
+}
+
+function nextPage(query: ListQuery, last: User): string {
+  const params = new URLSearchParams();
+  for (const name of ['name', 'age', 'city', 'fields', 'limit'] as const) {
+    const value = query[name];
+    if (value !== undefined) params.set(name, value);
+  }
+  params.set('after', String(last.id));
+  return `/users?${params}`;
+}

@@ -1,0 +1,154 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { ifMatchHolds } from '../http/conditional.ts';
+import { HttpError } from '../http/problem.ts';
+import { jsonResponse, problemResponses } from '../http/schemas.ts';
+import type { Precondition, UserInput, UserStore, WriteResult } from '../store/store.ts';
+import { normalizeInput } from './input.ts';
+import { ETAG, FORMS, NOT_MODIFIED, TAGS } from './openapi.ts';
+import { envelope, selectedFields, userEtag } from './present.ts';
+import { FieldsQuery, FullInputQuery, IdParams, InputBody, PatchInputQuery, UsersEnvelope } from './schemas.ts';
+
+/** `GET|HEAD|PUT|PATCH|DELETE /users/:id`. */
+export function registerItemRoutes(app: FastifyInstance, store: UserStore): void {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const preValidation = normalizeInput;
+
+  api.get(
+    '/users/:id',
+    {
+      preValidation,
+      schema: {
+        tags: TAGS,
+        summary: 'Read one record',
+        params: IdParams,
+        querystring: FieldsQuery,
+        response: {
+          200: jsonResponse(UsersEnvelope, 'The record.', ETAG),
+          ...NOT_MODIFIED,
+          ...problemResponses(400, 404, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const id = parseId(request.params.id);
+      const user = await store.get(id);
+      if (user === undefined) throw noRecord(id);
+      reply.header('etag', userEtag(user));
+      return envelope([user], selectedFields(request.query.fields));
+    },
+  );
+
+  const writeResponses = {
+    200: jsonResponse(UsersEnvelope, 'The record as stored now.', ETAG),
+    ...problemResponses(400, 404, 412, 413, 500, 503),
+  };
+
+  api.put(
+    '/users/:id',
+    {
+      preValidation,
+      schema: {
+        tags: TAGS,
+        summary: 'Replace a record',
+        description: 'All three fields are required. Honours If-Match.',
+        params: IdParams,
+        querystring: FullInputQuery,
+        body: InputBody,
+        consumes: FORMS,
+        response: writeResponses,
+      },
+    },
+    async (request, reply) => update(store, request, reply),
+  );
+
+  api.patch(
+    '/users/:id',
+    {
+      preValidation,
+      schema: {
+        tags: TAGS,
+        summary: 'Change some fields of a record',
+        description: 'At least one of name, age, city. Honours If-Match.',
+        params: IdParams,
+        querystring: PatchInputQuery,
+        body: InputBody,
+        consumes: FORMS,
+        response: writeResponses,
+      },
+    },
+    async (request, reply) => update(store, request, reply),
+  );
+
+  api.delete(
+    '/users/:id',
+    {
+      preValidation,
+      schema: {
+        tags: TAGS,
+        summary: 'Delete a record',
+        description: 'Answers with the deleted record. Honours If-Match. The id is never reused.',
+        params: IdParams,
+        querystring: FieldsQuery,
+        response: {
+          200: jsonResponse(UsersEnvelope, 'The record just deleted.'),
+          ...problemResponses(400, 404, 412, 413, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const id = parseId(request.params.id);
+      const result = await store.remove(id, precondition(request));
+      return answer(result, id, reply, request.query.fields, false);
+    },
+  );
+}
+
+interface UpdateRequest {
+  params: { id: string };
+  query: { name?: string; age?: string; city?: string; fields?: string };
+  headers: IncomingHttpHeaders;
+}
+
+/** PUT and PATCH: the schemas decide which fields are required; this applies the given ones. */
+async function update(store: UserStore, request: UpdateRequest, reply: FastifyReply) {
+  const id = parseId(request.params.id);
+  const { name, age, city, fields } = request.query;
+  const changes: Partial<UserInput> = {};
+  if (name !== undefined) changes.name = name;
+  if (age !== undefined) changes.age = Number(age);
+  if (city !== undefined) changes.city = city;
+  return answer(await store.update(id, changes, precondition(request)), id, reply, fields);
+}
+
+const ID = /^[1-9][0-9]{0,15}$/;
+
+/** A path id: a canonical positive integer, or 404 (there can be no record there). */
+function parseId(raw: string): number {
+  const id = ID.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(id)) throw new HttpError('not-found', 'There is no record with that id.');
+  return id;
+}
+
+function noRecord(id: number): HttpError {
+  return new HttpError('not-found', `There is no record with id ${id}.`);
+}
+
+function precondition(request: { headers: IncomingHttpHeaders }): Precondition | undefined {
+  const header = request.headers['if-match'];
+  if (header === undefined) return undefined;
+  return (current) => ifMatchHolds(header, userEtag(current));
+}
+
+function answer(result: WriteResult, id: number, reply: FastifyReply, fields: string | undefined, withEtag = true) {
+  if (!result.ok) {
+    if (result.reason === 'not-found') throw noRecord(id);
+    throw new HttpError(
+      'precondition-failed',
+      'The record has changed since the ETag in If-Match was read; nothing was changed.',
+    );
+  }
+  if (withEtag) reply.header('etag', userEtag(result.user));
+  return envelope([result.user], selectedFields(fields));
+}

@@ -1,0 +1,9 @@
+/** What the /users routes share in their OpenAPI description. */
+export const TAGS = ['users'];
+export const ETAG = {
+  ETag: 'The record version (or, for lists, a hash of the body); use it with If-None-Match or If-Match.',
+};
+export const NOT_MODIFIED = {
+  304: { description: 'Not modified: If-None-Match matched the current ETag.', type: 'null' },
+};
+export const FORMS = ['application/json', 'application/x-www-form-urlencoded'];
