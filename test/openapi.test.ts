@@ -105,6 +105,15 @@ describe('OpenAPI document', () => {
     assert.doesNotThrow(() => new RegExp(String(ageSchema.pattern), 'u'), 'the age pattern is not a valid regex');
   });
 
+  it('documents the response headers of POST /users, each with a string schema', () => {
+    const ok = objectAt(objectAt(operation(doc, '/users', 'post'), 'responses', 'responses'), '200', '200');
+    const headers = objectAt(ok, 'headers', 'POST /users 200 headers');
+    for (const name of ['Location', 'Content-Location', 'ETag']) {
+      const schema = objectAt(objectAt(headers, name, `header ${name}`), 'schema', `header ${name} schema`);
+      assert.equal(schema.type, 'string', `header ${name}`);
+    }
+  });
+
   it('/docs answers 200 with HTML', async () => {
     assert.ok(server !== undefined, 'the server did not start');
     const response = await fetch(`${server.url}/docs`);
