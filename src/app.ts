@@ -1,12 +1,13 @@
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.ts';
-import { malformedParameters, registerBodyParsers } from './http/body-parsers.ts';
+import { registerBodyParsers } from './http/body-parsers.ts';
 import { registerConditionalGet } from './http/conditional.ts';
-import { clientErrorHandler, frameworkErrors, registerErrorHandlers } from './http/errors.ts';
+import { clientErrorHandler, frameworkErrors, refuseExpectation, registerErrorHandlers } from './http/errors.ts';
+import { HttpError } from './http/problem.ts';
 import { loggerOptions, requestId } from './http/logging.ts';
 import { registerAllMethods } from './http/methods.ts';
-import { MALFORMED, type ParsedParams, parseParams } from './http/query-string.ts';
-import { createValidatorCompiler } from './http/validation.ts';
+import { paramErrors, parseParams } from './http/query-string.ts';
+import { createValidatorCompiler, invalidInput } from './http/validation.ts';
 import { registerDocs } from './ops/docs.ts';
 import { registerHealthRoutes } from './ops/health.ts';
 import type { UserStore } from './store/store.ts';
@@ -20,30 +21,48 @@ export interface AppDeps {
 }
 
 /** The whole service, ready for requests; tests and the server build it the same way. */
-export async function buildApp(config: Pick<Config, 'logLevel'>, deps: AppDeps): Promise<FastifyInstance> {
+export async function buildApp(
+  config: Pick<Config, 'logLevel' | 'requestTimeoutMs'>,
+  deps: AppDeps,
+): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: loggerOptions(config.logLevel),
+    logger: loggerOptions(config.logLevel, new Set(Object.keys(RULES))),
     genReqId: requestId,
     requestIdHeader: false,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
     bodyLimit: BODY_LIMIT,
-    routerOptions: { querystringParser: parseParams, maxParamLength: 8192 },
+    routerOptions: { querystringParser: parseParams, maxParamLength: 65_536 },
     frameworkErrors,
     clientErrorHandler,
     return503OnClosing: false,
+    // A request that has not fully arrived in time (slow headers or a body that stalls) is answered
+    // 408 and closed, checked every second. Node needs it when the server is created (http options);
+    // Fastify then assigns its own option over it, so both carry the same value.
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: 1000,
+      // HTTP/1.1 requires Host; refused below as a problem rather than by Node with an empty body.
+      requireHostHeader: false,
+    },
   });
 
   app.setValidatorCompiler(createValidatorCompiler(RULES));
   registerAllMethods(app);
   registerBodyParsers(app);
-  registerErrorHandlers(app);
-  registerConditionalGet(app);
-
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
-    const malformed = (request.query as ParsedParams)[MALFORMED];
-    if (malformed !== undefined) throw malformedParameters(malformed);
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+      throw new HttpError('malformed-request', 'HTTP/1.1 requests need a Host header.');
+    }
+    // Routes with a query schema report these with every other fault; the rest refuse here.
+    const early = paramErrors(request.query);
+    if (early.length > 0 && request.routeOptions.schema?.querystring === undefined) throw invalidInput(early);
   });
+
+  registerErrorHandlers(app);
+  app.server.on('checkExpectation', refuseExpectation);
+  registerConditionalGet(app);
 
   await registerDocs(app);
   registerHealthRoutes(app, deps.store);

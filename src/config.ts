@@ -10,6 +10,7 @@ const ConfigSchema = Type.Object(
     DATABASE_URL: Type.String({ minLength: 1, default: './data/users.db' }),
     LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
     SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 }),
+    REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 30_000 }),
   },
   { additionalProperties: false },
 );
@@ -26,6 +27,7 @@ export interface Config {
   database: DatabaseConfig;
   logLevel: LogLevel;
   shutdownTimeoutMs: number;
+  requestTimeoutMs: number;
 }
 
 const FLAGS = {
@@ -34,9 +36,10 @@ const FLAGS = {
   'database-url': 'DATABASE_URL',
   'log-level': 'LOG_LEVEL',
   'shutdown-timeout-ms': 'SHUTDOWN_TIMEOUT_MS',
+  'request-timeout-ms': 'REQUEST_TIMEOUT_MS',
 } as const satisfies Record<string, keyof RawConfig>;
 
-const INTEGER_SETTINGS = new Set<string>(['PORT', 'SHUTDOWN_TIMEOUT_MS']);
+const INTEGER_SETTINGS = new Set<string>(['PORT', 'SHUTDOWN_TIMEOUT_MS', 'REQUEST_TIMEOUT_MS']);
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -92,6 +95,7 @@ export function loadConfig(env: Record<string, string | undefined>, argv: string
     database: Object.freeze(database),
     logLevel: valid.LOG_LEVEL,
     shutdownTimeoutMs: valid.SHUTDOWN_TIMEOUT_MS,
+    requestTimeoutMs: valid.REQUEST_TIMEOUT_MS,
   });
 }
 
@@ -105,6 +109,8 @@ function describe(name: string): string {
       return 'must be one of fatal, error, warn, info, debug, trace, silent';
     case 'SHUTDOWN_TIMEOUT_MS':
       return 'must be a whole number of milliseconds up to 600000';
+    case 'REQUEST_TIMEOUT_MS':
+      return 'must be a whole number of milliseconds from 1000 to 600000';
     default:
       return 'is invalid';
   }

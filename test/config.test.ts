@@ -10,6 +10,7 @@ const DEFAULTS: Config = {
   database: { kind: 'sqlite', path: './data/users.db' },
   logLevel: 'info',
   shutdownTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
 };
 
 interface ValidRow {

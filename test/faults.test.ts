@@ -4,7 +4,8 @@ import Database from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
 import { openSqliteStore } from '../src/store/sqlite-store.ts';
-import { tempDir } from './helpers/server.ts';
+import { rawRequest } from './helpers/http.ts';
+import { startServer, tempDir } from './helpers/server.ts';
 
 // A real fault: another connection holds the write lock of the same SQLite file.
 describe('database faults', () => {
@@ -15,7 +16,7 @@ describe('database faults', () => {
 
   before(async () => {
     const store = openSqliteStore(path, { busyTimeoutMs: 50 });
-    app = await buildApp({ logLevel: 'silent' }, { store });
+    app = await buildApp({ logLevel: 'silent', requestTimeoutMs: 30_000 }, { store });
     app.addHook('onClose', async () => store.close());
     other = new Database(path);
   });
@@ -43,7 +44,7 @@ describe('database faults', () => {
 
   it('requests that arrive while the app is closing answer 503 problem details', async () => {
     const store = openSqliteStore(':memory:');
-    const closing = await buildApp({ logLevel: 'silent' }, { store });
+    const closing = await buildApp({ logLevel: 'silent', requestTimeoutMs: 30_000 }, { store });
     // Holds the close half-way (after the app's own preClose hook) so a request can arrive meanwhile.
     let release = () => {};
     const held = new Promise<void>((resolve) => {
@@ -67,5 +68,29 @@ describe('database faults', () => {
     assert.equal(answer.status, 503);
     assert.equal(answer.headers.get('retry-after'), '1');
     assert.equal(((await answer.json()) as { type: string }).type, '/problems/unavailable');
+  });
+});
+
+describe('slow clients', () => {
+  it('a body that stops arriving is answered 408 problem details and the connection closed', async () => {
+    const data = tempDir();
+    const server = await startServer({ DATABASE_URL: `${data.dir}/users.db`, REQUEST_TIMEOUT_MS: '1000' });
+    try {
+      const started = Date.now();
+      const answer = await rawRequest(
+        server.url,
+        'POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{"na',
+        { keepOpen: true },
+      );
+      const took = Date.now() - started;
+      assert.equal(answer.status, 408);
+      assert.equal(JSON.parse(answer.body).type, '/problems/request-timeout');
+      assert.ok(took < 5000, `answered after ${took} ms`);
+      const list = await fetch(`${server.url}/users`);
+      assert.equal(await list.text(), '{"data":[]}');
+    } finally {
+      await server.stop();
+      data.cleanup();
+    }
   });
 });

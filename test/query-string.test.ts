@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   decodeComponent,
-  MALFORMED,
   type ParamValue,
+  paramErrors,
   type ParsedParams,
   parseParams,
 } from '../src/http/query-string.ts';
@@ -15,11 +15,11 @@ interface ParseRow {
   name: string;
   raw: string;
   expected: Record<string, ParamValue>;
-  /** Names in the MALFORMED list, when some parameters cannot be decoded. */
+  /** Names (as sent) reported as malformed, when some parameters cannot be decoded. */
   malformed?: string[];
 }
 
-/** The parsed parameters as a plain object, without the MALFORMED symbol. */
+/** The parsed parameters as a plain object, without the recorded faults. */
 function entries(params: ParsedParams): Record<string, ParamValue> {
   return Object.fromEntries(Object.entries(params));
 }
@@ -82,7 +82,9 @@ describe('parseParams', () => {
     it(row.name, () => {
       const params = parseParams(row.raw);
       assert.deepEqual(entries(params), row.expected);
-      assert.deepEqual(params[MALFORMED], row.malformed);
+      const malformed = paramErrors(params).map((error) => error.parameter);
+      assert.deepEqual(malformed, row.malformed ?? []);
+      for (const error of paramErrors(params)) assert.equal(error.detail, 'is not correctly percent-encoded UTF-8');
     });
   }
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { HttpError } from './problem.ts';
-import { MALFORMED, parseParams } from './query-string.ts';
+import { addParamErrors, parseParams } from './query-string.ts';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -24,15 +24,24 @@ export function registerBodyParsers(app: FastifyInstance): void {
     } catch {
       return done(new HttpError('malformed-request', 'The JSON body is not valid UTF-8.'));
     }
+    let value: unknown;
     try {
-      done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
+      value = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
     } catch (error) {
       const forbidden = /forbidden (prototype|constructor)/i.test((error as Error).message);
       const detail = forbidden
         ? 'The JSON body contains a forbidden key (__proto__ or constructor.prototype).'
         : 'The body is not valid JSON.';
-      done(new HttpError('malformed-request', detail));
+      return done(new HttpError('malformed-request', detail));
     }
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      const repeated = repeatedTopLevelKeys(text);
+      addParamErrors(
+        value,
+        repeated.map((parameter) => ({ parameter, detail: 'must be given only once, as a single value' })),
+      );
+    }
+    done(null, value);
   });
 
   app.addContentTypeParser(
@@ -40,10 +49,7 @@ export function registerBodyParsers(app: FastifyInstance): void {
     { parseAs: 'buffer' },
     (_request, body: Buffer, done) => {
       if (isBlank(body)) return done(null, undefined);
-      const params = parseParams(body.toString('latin1'));
-      const malformed = params[MALFORMED];
-      if (malformed !== undefined) return done(malformedParameters(malformed));
-      done(null, params);
+      done(null, parseParams(body.toString('latin1')));
     },
   );
 
@@ -57,16 +63,35 @@ function isBlank(body: Buffer): boolean {
   return body.length === 0 || body.toString('latin1').trim() === '';
 }
 
-/** The 400 for parameters whose percent-encoding or UTF-8 is broken. */
-export function malformedParameters(names: string[]): HttpError {
-  return new HttpError(
-    'invalid-input',
-    'Some parameters are not correctly percent-encoded UTF-8; nothing was stored.',
-    {
-      errors: [...new Set(names)].map((parameter) => ({
-        parameter,
-        detail: 'is not correctly percent-encoded UTF-8',
-      })),
-    },
-  );
+/**
+ * Keys that stand more than once at the top level of a JSON object text (JSON.parse would silently
+ * keep the last). The text must already be known to be valid JSON whose value is an object.
+ */
+export function repeatedTopLevelKeys(text: string): string[] {
+  const seen = new Set<string>();
+  const repeated = new Set<string>();
+  let depth = 0;
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i];
+    if (char === '"') {
+      let end = i + 1;
+      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      if (depth === 1 && expectKey) {
+        const key = JSON.parse(text.slice(i, end + 1)) as string;
+        if (seen.has(key)) repeated.add(key);
+        seen.add(key);
+        expectKey = false;
+      }
+      i = end;
+    } else if (char === '{' || char === '[') {
+      depth++;
+      expectKey = depth === 1;
+    } else if (char === '}' || char === ']') {
+      depth--;
+    } else if (char === ',' && depth === 1) {
+      expectKey = true;
+    }
+  }
+  return [...repeated];
 }

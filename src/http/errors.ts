@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StoreUnavailableError } from '../store/store.ts';
@@ -84,6 +84,13 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
   void sendProblem(reply, toProblem(httpError));
   // These requests skip the hooks that normally log the outcome.
   request.log.info({ res: { statusCode: httpError.status }, problem: httpError.code }, 'request completed');
+}
+
+/** Node's answer to an Expect header other than 100-continue, as a problem instead of an empty 417. */
+export function refuseExpectation(_request: IncomingMessage, response: ServerResponse): void {
+  const body = JSON.stringify(problem('expectation-failed', 'Only "Expect: 100-continue" is supported.'));
+  response.writeHead(417, { 'content-type': PROBLEM_CONTENT_TYPE, 'content-length': Buffer.byteLength(body) });
+  response.end(body);
 }
 
 /** For FastifyServerOptions.clientErrorHandler: requests Node's HTTP parser could not read. */

@@ -5,16 +5,22 @@ import type { LogLevel } from '../config.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Keeps the parameter names of a URL and hides their values: query strings carry personal data. */
-export function redactUrl(url: string): string {
+/**
+ * Hides the query values of a URL, since query strings carry personal data. Names the service knows
+ * are kept (useful, never personal); any other part is hidden whole, as a client may put data there.
+ */
+export function redactUrl(url: string, knownNames: ReadonlySet<string>): string {
   const question = url.indexOf('?');
   if (question === -1) return url;
-  const names = url
+  const parts = url
     .slice(question + 1)
     .split('&')
     .filter((part) => part !== '')
-    .map((part) => `${part.split('=')[0]}=[redacted]`);
-  return `${url.slice(0, question)}?${names.join('&')}`;
+    .map((part) => {
+      const name = part.split('=')[0] ?? '';
+      return knownNames.has(name) ? `${name}=[redacted]` : '[redacted]';
+    });
+  return `${url.slice(0, question)}?${parts.join('&')}`;
 }
 
 /** A client's X-Request-Id when it is a sane token, otherwise a fresh UUID. */
@@ -24,13 +30,13 @@ export function requestId(request: IncomingMessage): string {
 }
 
 /** JSON logs with a request id on every line; no header, body or query value is ever logged. */
-export function loggerOptions(level: LogLevel): FastifyServerOptions['logger'] {
+export function loggerOptions(level: LogLevel, knownNames: ReadonlySet<string>): FastifyServerOptions['logger'] {
   return {
     level,
     serializers: {
       req: (request: { method: string; url: string; ip?: string }) => ({
         method: request.method,
-        url: redactUrl(request.url),
+        url: redactUrl(request.url, knownNames),
         remoteAddress: request.ip,
       }),
       res: (reply: { statusCode: number }) => ({ statusCode: reply.statusCode }),

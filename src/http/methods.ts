@@ -34,9 +34,11 @@ export function allowOnly(app: FastifyInstance, url: string, served: readonly st
     url,
     schema: { hide: true },
     exposeHeadRoute: false,
-    handler: async (request, reply) => {
+    // Answered in onRequest, before any body is read: a wrong method is the fault, not its body.
+    onRequest: async (request, reply) => {
       reply.header('allow', allow);
       return sendProblem(reply, problem('method-not-allowed', `${request.method} is not served here; use ${allow}.`));
     },
+    handler: async () => undefined,
   });
 }

@@ -9,6 +9,7 @@ export const PROBLEMS = {
   'request-timeout': { status: 408, title: 'Request timeout' },
   'payload-too-large': { status: 413, title: 'The request body is too large' },
   'uri-too-long': { status: 414, title: 'The request URL is too long' },
+  'expectation-failed': { status: 417, title: 'Expectation failed' },
   'headers-too-large': { status: 431, title: 'The request headers are too large' },
   internal: { status: 500, title: 'Internal server error' },
   unavailable: { status: 503, title: 'Service unavailable' },

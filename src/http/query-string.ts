@@ -5,11 +5,30 @@
  * A repeated parameter becomes an array so that validation can refuse it by name.
  */
 
-/** Names (as sent) of parameters that could not be decoded. */
-export const MALFORMED = Symbol('malformed parameters');
+import type { FieldError } from './problem.ts';
+
+/**
+ * Faults found while reading parameters (before any schema sees them), kept on the parsed object
+ * under a symbol so that validation reports them together with every other bad parameter.
+ */
+const PARAM_ERRORS = Symbol('parameter errors');
+
+type WithErrors = { [PARAM_ERRORS]?: FieldError[] };
 
 export type ParamValue = string | string[];
-export type ParsedParams = Record<string, ParamValue> & { [MALFORMED]?: string[] };
+export type ParsedParams = Record<string, ParamValue> & WithErrors;
+
+/** Records faults against a parsed object (query, form or JSON body). */
+export function addParamErrors(target: object, errors: FieldError[]): void {
+  if (errors.length === 0) return;
+  const holder = target as WithErrors;
+  holder[PARAM_ERRORS] = [...(holder[PARAM_ERRORS] ?? []), ...errors];
+}
+
+/** The faults recorded against a parsed object, if any. */
+export function paramErrors(target: unknown): FieldError[] {
+  return (typeof target === 'object' && target !== null ? (target as WithErrors)[PARAM_ERRORS] : undefined) ?? [];
+}
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -64,8 +83,7 @@ export function parseParams(raw: string): ParsedParams {
     const name = decodeComponent(rawName);
     const value = decodeComponent(eq === -1 ? '' : part.slice(eq + 1));
     if (name === undefined || value === undefined) {
-      params[MALFORMED] ??= [];
-      params[MALFORMED].push(rawName);
+      addParamErrors(params, [{ parameter: rawName, detail: 'is not correctly percent-encoded UTF-8' }]);
       continue;
     }
     const existing = params[name];

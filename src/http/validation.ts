@@ -3,10 +3,13 @@ import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { TLocalizedValidationError } from 'typebox/error';
 import { type FieldError, HttpError } from './problem.ts';
+import { paramErrors } from './query-string.ts';
 
 /**
  * Compiles route schemas with TypeBox: all errors at once, no type coercion, unknown parameters
- * refused. Failures become one 400 problem whose `errors` name every parameter at fault.
+ * refused. Failures, together with the faults found while parsing (malformed encodings, repeated
+ * JSON keys, input split between query and body), become one 400 problem whose `errors` name every
+ * parameter at fault.
  * Bodies are not validated here: they carry the same parameters as the query string and are merged
  * into it before validation (see users/input.ts), so one schema checks both forms.
  */
@@ -16,9 +19,11 @@ export function createValidatorCompiler(rules: Readonly<Record<string, string>>)
     const check = Compile(schema);
     const order = Object.keys((schema as { properties?: object }).properties ?? {});
     return (value) => {
-      if (check.Check(value)) return { value };
+      const early = paramErrors(value);
+      if (early.length === 0 && check.Check(value)) return { value };
       const errors = fieldErrors(check.Errors(value), value, rules, order);
-      return { error: invalidInput(errors) };
+      const named = new Set(early.map((error) => error.parameter));
+      return { error: invalidInput([...early, ...errors.filter((error) => !named.has(error.parameter))]) };
     };
   };
 }

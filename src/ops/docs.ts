@@ -1,8 +1,37 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import { allowOnly } from '../http/methods.ts';
 
 export const API_VERSION = '1.0.0';
+
+interface Operation {
+  parameters?: Array<{ in: string; name: string; required?: boolean; description?: string }>;
+  requestBody?: { required?: boolean; content?: Record<string, { schema?: { properties?: object } }> };
+}
+
+/**
+ * Where a body may carry the same parameters as the query string, neither form is required on its
+ * own: the body becomes optional and those query parameters are marked "required unless in the body".
+ */
+function markBodyAlternatives(document: { paths?: Record<string, Record<string, Operation>> }) {
+  for (const item of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(item)) {
+      const body = operation.requestBody;
+      if (body === undefined) continue;
+      body.required = false;
+      const carried = new Set(
+        Object.values(body.content ?? {}).flatMap((media) => Object.keys(media.schema?.properties ?? {})),
+      );
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.in !== 'query' || !carried.has(parameter.name) || parameter.required !== true) continue;
+        parameter.required = false;
+        parameter.description = `Required, here or in the body (not both). ${parameter.description ?? ''}`.trim();
+      }
+    }
+  }
+  return document;
+}
 
 /**
  * The OpenAPI 3.1 document, generated from the route schemas that validate requests, at
@@ -23,6 +52,11 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
         { name: 'operations', description: 'Health and documentation' },
       ],
     },
+    exposeHeadRoutes: true,
+    transformObject: (documentObject) =>
+      'openapiObject' in documentObject
+        ? markBodyAlternatives(documentObject.openapiObject as never)
+        : documentObject.swaggerObject,
   });
   await app.register(swaggerUi, {
     routePrefix: '/docs',
@@ -30,4 +64,5 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
     staticCSP: true,
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  allowOnly(app, '/openapi.json', ['GET']);
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { allowOnly } from '../http/methods.ts';
 import { HttpError } from '../http/problem.ts';
 import { jsonResponse, problemResponses } from '../http/schemas.ts';
 import type { UserStore } from '../store/store.ts';
@@ -39,4 +40,7 @@ export function registerHealthRoutes(app: FastifyInstance, store: UserStore): vo
       return { status: 'ok' as const };
     },
   );
+
+  allowOnly(app, '/healthz', ['GET']);
+  allowOnly(app, '/readyz', ['GET']);
 }

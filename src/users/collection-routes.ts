@@ -5,7 +5,7 @@ import type { ListFilter, User, UserInput, UserStore } from '../store/store.ts';
 import { normalizeInput } from './input.ts';
 import { ETAG, FORMS, NOT_MODIFIED, TAGS } from './openapi.ts';
 import { envelope, selectedFields, userEtag } from './present.ts';
-import { FullInputQuery, InputBody, ListQuery, UsersEnvelope } from './schemas.ts';
+import { FullInputQuery, InputBody, ListQuery, ReadHeaders, UsersEnvelope } from './schemas.ts';
 
 /** `GET /users` (all records, or filtered pages) and `POST /users`. */
 export function registerCollectionRoutes(app: FastifyInstance, store: UserStore): void {
@@ -22,6 +22,7 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore)
         description:
           'Every stored record, oldest first. Optional exact-match filters (`name`, `age`, `city`) and pages (`limit` with `after`); while more records remain, a `Link: <...>; rel="next"` header gives the next page.',
         querystring: ListQuery,
+        headers: ReadHeaders,
         response: {
           200: jsonResponse(UsersEnvelope, 'The matching records.', {
             ...ETAG,

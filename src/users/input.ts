@@ -1,11 +1,17 @@
 import type { FastifyRequest } from 'fastify';
 import { HttpError } from '../http/problem.ts';
+import { addParamErrors, paramErrors } from '../http/query-string.ts';
+import { RECORD_FIELDS } from './schemas.ts';
+
+const FIELDS = new Set<string>(RECORD_FIELDS);
 
 /**
- * Brings the input of a /users request into one shape before the schema checks it: the body (JSON
- * or form) carries the same parameters as the query string, so it is merged into the query, and a
- * parameter sent both ways is refused. Then `name` and `city` are trimmed, and a JSON integer `age`
- * becomes its decimal string. Anything else is left for the schema to judge.
+ * Brings the input of a /users request into one shape before the schema checks it. The input comes
+ * either in the query string or in a body (JSON or form), never split between them: with a body,
+ * `name`, `age` and `city` may only be in the body, and the query string keeps only `fields`. The
+ * body's fields are merged into the query object, so one schema judges both forms and every fault
+ * is reported at once. Then `name` and `city` are trimmed, and a JSON integer `age` becomes its
+ * decimal string.
  */
 export async function normalizeInput(request: FastifyRequest): Promise<void> {
   const query = request.query as Record<string, unknown>;
@@ -14,14 +20,20 @@ export async function normalizeInput(request: FastifyRequest): Promise<void> {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new HttpError('invalid-input', 'The body must be a JSON object of parameters.');
     }
-    const names = Object.keys(body);
-    const both = names.filter((name) => Object.hasOwn(query, name));
-    if (both.length > 0) {
-      throw new HttpError('invalid-input', 'Send each parameter either in the query string or in the body, not both.', {
-        errors: both.map((parameter) => ({ parameter, detail: 'is in both the query string and the body' })),
-      });
+    addParamErrors(query, paramErrors(body));
+    addParamErrors(
+      query,
+      Object.keys(query)
+        .filter((name) => FIELDS.has(name))
+        .map((parameter) => ({
+          parameter,
+          detail: 'is in the query string but the request has a body; send name, age and city one way',
+        })),
+    );
+    for (const [name, value] of Object.entries(body)) {
+      if (FIELDS.has(name)) query[name] = value;
+      else addParamErrors(query, [{ parameter: name, detail: 'is not a field the body can carry' }]);
     }
-    for (const name of names) query[name] = (body as Record<string, unknown>)[name];
     request.body = undefined;
   }
   for (const name of ['name', 'city']) {

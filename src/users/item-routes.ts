@@ -8,7 +8,16 @@ import type { Precondition, UserInput, UserStore, WriteResult } from '../store/s
 import { normalizeInput } from './input.ts';
 import { ETAG, FORMS, NOT_MODIFIED, TAGS } from './openapi.ts';
 import { envelope, selectedFields, userEtag } from './present.ts';
-import { FieldsQuery, FullInputQuery, IdParams, InputBody, PatchInputQuery, UsersEnvelope } from './schemas.ts';
+import {
+  FieldsQuery,
+  FullInputQuery,
+  IdParams,
+  InputBody,
+  PatchInputQuery,
+  ReadHeaders,
+  UsersEnvelope,
+  WriteHeaders,
+} from './schemas.ts';
 
 /** `GET|HEAD|PUT|PATCH|DELETE /users/:id`. */
 export function registerItemRoutes(app: FastifyInstance, store: UserStore): void {
@@ -24,6 +33,7 @@ export function registerItemRoutes(app: FastifyInstance, store: UserStore): void
         summary: 'Read one record',
         params: IdParams,
         querystring: FieldsQuery,
+        headers: ReadHeaders,
         response: {
           200: jsonResponse(UsersEnvelope, 'The record.', ETAG),
           ...NOT_MODIFIED,
@@ -55,6 +65,7 @@ export function registerItemRoutes(app: FastifyInstance, store: UserStore): void
         description: 'All three fields are required. Honours If-Match.',
         params: IdParams,
         querystring: FullInputQuery,
+        headers: WriteHeaders,
         body: InputBody,
         consumes: FORMS,
         response: writeResponses,
@@ -73,6 +84,7 @@ export function registerItemRoutes(app: FastifyInstance, store: UserStore): void
         description: 'At least one of name, age, city. Honours If-Match.',
         params: IdParams,
         querystring: PatchInputQuery,
+        headers: WriteHeaders,
         body: InputBody,
         consumes: FORMS,
         response: writeResponses,
@@ -91,6 +103,7 @@ export function registerItemRoutes(app: FastifyInstance, store: UserStore): void
         description: 'Answers with the deleted record. Honours If-Match. The id is never reused.',
         params: IdParams,
         querystring: FieldsQuery,
+        headers: WriteHeaders,
         response: {
           200: jsonResponse(UsersEnvelope, 'The record just deleted.'),
           ...problemResponses(400, 404, 412, 413, 500, 503),

@@ -136,3 +136,18 @@ export type ListQuery = Static<typeof ListQuery>;
 export type FullInputQuery = Static<typeof FullInputQuery>;
 export type PatchInputQuery = Static<typeof PatchInputQuery>;
 export type UserRecord = Static<typeof UserRecord>;
+
+/** Conditional-request headers, for the OpenAPI document. */
+export const ReadHeaders = Type.Object({
+  'if-none-match': Type.Optional(
+    Type.String({ description: 'An ETag from an earlier answer; 304 with no body when it still matches.' }),
+  ),
+});
+
+export const WriteHeaders = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({
+      description: 'The ETag the change is based on (or *); 412 and no change when the record has changed since.',
+    }),
+  ),
+});

@@ -27,11 +27,20 @@ export async function call(
   };
 }
 
-/** Sends bytes exactly as given (for requests fetch would refuse to send) and returns status and body. */
-export function rawRequest(base: string, head: Buffer | string): Promise<{ status: number; body: string }> {
+/**
+ * Sends bytes exactly as given (for requests fetch would refuse to send) and returns status and body
+ * once the server closes the connection. With `keepOpen` the client does not end its side, as a slow
+ * client that stalls mid-request would not.
+ */
+export function rawRequest(
+  base: string,
+  head: Buffer | string,
+  options: { keepOpen?: boolean } = {},
+): Promise<{ status: number; body: string }> {
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () => socket.end(head));
+    const socket = connect(Number(port), hostname, () => (options.keepOpen ? socket.write(head) : socket.end(head)));
+    socket.setTimeout(15_000, () => socket.destroy(new Error('no answer within 15 s')));
     const chunks: Buffer[] = [];
     socket.on('data', (chunk) => chunks.push(chunk));
     socket.on('error', reject);
