@@ -49,6 +49,11 @@ main().catch((error: unknown) => {
     process.stderr.write(`user-records: ${error.message}\n`);
     process.exit(2);
   }
-  process.stderr.write(`user-records: failed to start: ${(error as Error).stack ?? String(error)}\n`);
+  // Faults of the environment (port in use, unknown host, unreadable database) carry a code and need
+  // no stack trace; anything else is a bug and keeps it.
+  const code = (error as { code?: unknown }).code;
+  const text =
+    typeof code === 'string' ? `${(error as Error).message} (${code})` : ((error as Error).stack ?? String(error));
+  process.stderr.write(`user-records: cannot start: ${text}\n`);
   process.exit(1);
 });

@@ -57,7 +57,7 @@ const PRECONDITION_FAILED: WriteResult = { ok: false, reason: 'precondition-fail
  * Opens (creating if needed) an SQLite database. WAL mode with synchronous=FULL: a commit is
  * fsync'd before it returns, and the group commit makes concurrent writes share that fsync.
  */
-export function openSqliteStore(path: string, options: { busyTimeoutMs?: number } = {}): UserStore {
+export function openSqliteStore(path: string, options: { busyTimeoutMs?: number } = {}): SqliteStore {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   try {
@@ -72,7 +72,7 @@ export function openSqliteStore(path: string, options: { busyTimeoutMs?: number 
   }
 }
 
-class SqliteStore implements UserStore {
+export class SqliteStore implements UserStore {
   readonly #db: Database.Database;
   readonly #commit: GroupCommit;
   readonly #listStatements = new Map<string, Statement<Record<string, unknown>, UserRow>>();
@@ -163,6 +163,14 @@ class SqliteStore implements UserStore {
     const current = toUser(row);
     if (precondition !== undefined && !precondition(current)) return PRECONDITION_FAILED;
     return current;
+  }
+
+  /** The settings that make an answered write durable, as the connection reports them. */
+  durability(): { journalMode: string; synchronous: number } {
+    return {
+      journalMode: String(this.#db.pragma('journal_mode', { simple: true })),
+      synchronous: Number(this.#db.pragma('synchronous', { simple: true })),
+    };
   }
 
   ping(): Promise<void> {

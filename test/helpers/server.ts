@@ -29,8 +29,14 @@ export function tempDir(prefix = 'user-records-'): { dir: string; cleanup: () =>
  * Starts the real service (`src/server.ts`) as its own process on 127.0.0.1 and an ephemeral port,
  * and resolves once it listens. The PID is the server itself, so tests can signal exactly it.
  */
-export function startServer(env: Record<string, string> = {}, timeoutMs = 20_000): Promise<RunningServer> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+export function startServer(
+  env: Record<string, string> = {},
+  timeoutMs = 20_000,
+  /** A command to run the server under (e.g. strace and its flags); the PID is then the wrapper's. */
+  wrapper: string[] = [],
+): Promise<RunningServer> {
+  const command = [...wrapper, process.execPath, '--import', 'tsx', 'src/server.ts'];
+  const child: ChildProcess = spawn(command[0] as string, command.slice(1), {
     cwd: ROOT,
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
