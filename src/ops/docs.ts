@@ -14,7 +14,9 @@ interface Operation {
  * Where a body may carry the same parameters as the query string, neither form is required on its
  * own: the body becomes optional and those query parameters are marked "required unless in the body".
  */
-function markBodyAlternatives(document: { paths?: Record<string, Record<string, Operation>> }) {
+type OpenApiPaths = { paths?: Record<string, Record<string, Operation>> };
+
+function markBodyAlternatives(document: OpenApiPaths) {
   for (const item of Object.values(document.paths ?? {})) {
     for (const operation of Object.values(item)) {
       const body = operation.requestBody;
@@ -55,7 +57,7 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
     exposeHeadRoutes: true,
     transformObject: (documentObject) =>
       'openapiObject' in documentObject
-        ? markBodyAlternatives(documentObject.openapiObject as never)
+        ? markBodyAlternatives(documentObject.openapiObject as OpenApiPaths)
         : documentObject.swaggerObject,
   });
   await app.register(swaggerUi, {
