@@ -22,7 +22,6 @@ const FRAMEWORK_DETAILS: Record<string, string> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'The body is larger than the service accepts (64 KiB).',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'The Content-Length header does not match the body.',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'The body has no usable Content-Type.',
-  FST_ERR_CTP_EMPTY_JSON_BODY: 'The JSON body is empty.',
   FST_ERR_BAD_URL: 'The URL is not correctly percent-encoded.',
   FST_ERR_MAX_PARAM_LENGTH: 'The URL path is too long.',
 };
