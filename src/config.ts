@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { type Static, Type } from 'typebox';
 import { Compile } from 'typebox/compile';
@@ -11,6 +12,9 @@ const ConfigSchema = Type.Object(
     LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
     SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 }),
     REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 30_000 }),
+    DATABASE_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 5000 }),
+    DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+    WORKERS: Type.Union([Type.Integer({ minimum: 1, maximum: 256 }), Type.Literal('auto')], { default: 1 }),
   },
   { additionalProperties: false },
 );
@@ -19,7 +23,7 @@ const checkConfig = Compile(ConfigSchema);
 
 export type LogLevel = RawConfig['LOG_LEVEL'];
 
-export type DatabaseConfig = { kind: 'sqlite'; path: string };
+export type DatabaseConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
 export interface Config {
   port: number;
@@ -28,6 +32,12 @@ export interface Config {
   logLevel: LogLevel;
   shutdownTimeoutMs: number;
   requestTimeoutMs: number;
+  /** The longest one database call may wait: statement, connection, or a lock held elsewhere. */
+  databaseTimeoutMs: number;
+  /** PostgreSQL connections per process. */
+  databasePoolSize: number;
+  /** Processes serving the port. */
+  workers: number;
 }
 
 const FLAGS = {
@@ -37,9 +47,21 @@ const FLAGS = {
   'log-level': 'LOG_LEVEL',
   'shutdown-timeout-ms': 'SHUTDOWN_TIMEOUT_MS',
   'request-timeout-ms': 'REQUEST_TIMEOUT_MS',
+  'database-timeout-ms': 'DATABASE_TIMEOUT_MS',
+  'database-pool-size': 'DATABASE_POOL_SIZE',
+  workers: 'WORKERS',
 } as const satisfies Record<string, keyof RawConfig>;
 
-const INTEGER_SETTINGS = new Set<string>(['PORT', 'SHUTDOWN_TIMEOUT_MS', 'REQUEST_TIMEOUT_MS']);
+const INTEGER_SETTINGS = new Set<string>([
+  'PORT',
+  'SHUTDOWN_TIMEOUT_MS',
+  'REQUEST_TIMEOUT_MS',
+  'DATABASE_TIMEOUT_MS',
+  'DATABASE_POOL_SIZE',
+  'WORKERS',
+]);
+/** Settings that also take a word instead of a number. */
+const WORDS: Record<string, string> = { WORKERS: 'auto' };
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -72,6 +94,7 @@ export function loadConfig(env: Record<string, string | undefined>, argv: string
     const value = raw[name];
     if (value === undefined) continue;
     if (typeof value === 'string' && /^[0-9]{1,9}$/.test(value)) raw[name] = Number(value);
+    else if (value === WORDS[name]) continue;
     else problems.set(name, `${name} must be a whole number, got ${JSON.stringify(value)}`);
   }
   for (const [name, property] of Object.entries(ConfigSchema.properties)) {
@@ -85,6 +108,10 @@ export function loadConfig(env: Record<string, string | undefined>, argv: string
   }
   const database = problems.has('DATABASE_URL') ? undefined : parseDatabaseUrl(String(raw.DATABASE_URL));
   if (typeof database === 'string') problems.set('DATABASE_URL', database);
+  const workers = raw.WORKERS === 'auto' ? availableParallelism() : Number(raw.WORKERS);
+  if (workers > 1 && typeof database === 'object' && database.kind === 'sqlite' && database.path === ':memory:') {
+    problems.set('WORKERS', 'WORKERS above 1 needs a shared database; :memory: is private to each process');
+  }
   if (problems.size > 0 || database === undefined || typeof database === 'string') {
     throw new ConfigError(`invalid settings:\n  - ${[...problems.values()].join('\n  - ')}`);
   }
@@ -96,6 +123,9 @@ export function loadConfig(env: Record<string, string | undefined>, argv: string
     logLevel: valid.LOG_LEVEL,
     shutdownTimeoutMs: valid.SHUTDOWN_TIMEOUT_MS,
     requestTimeoutMs: valid.REQUEST_TIMEOUT_MS,
+    databaseTimeoutMs: valid.DATABASE_TIMEOUT_MS,
+    databasePoolSize: valid.DATABASE_POOL_SIZE,
+    workers,
   });
 }
 
@@ -111,16 +141,28 @@ function describe(name: string): string {
       return 'must be a whole number of milliseconds up to 600000';
     case 'REQUEST_TIMEOUT_MS':
       return 'must be a whole number of milliseconds from 1000 to 600000';
+    case 'DATABASE_TIMEOUT_MS':
+      return 'must be a whole number of milliseconds from 100 to 600000';
+    case 'DATABASE_POOL_SIZE':
+      return 'must be a whole number from 1 to 1000';
+    case 'WORKERS':
+      return 'must be a whole number from 1 to 256, or auto (one per core)';
     default:
       return 'is invalid';
   }
 }
 
-/** `file:PATH`, a plain path, or `:memory:`; returns a message when the URL is not usable. */
+/**
+ * `postgres://` (or `postgresql://`) for PostgreSQL; `file:PATH`, a plain path or `:memory:` for
+ * SQLite. Returns a message when the URL is not usable; a message never shows a password.
+ */
 export function parseDatabaseUrl(url: string): DatabaseConfig | string {
   if (url === ':memory:' || url === 'file::memory:') return { kind: 'sqlite', path: ':memory:' };
   if (/^postgres(ql)?:\/\//i.test(url)) {
-    return 'DATABASE_URL: PostgreSQL is not supported by this version yet; use a file path for SQLite';
+    if (!URL.canParse(url)) {
+      return `DATABASE_URL: not a usable PostgreSQL URL: ${JSON.stringify(hideCredentials(url))}; expected postgres://USER:PASSWORD@HOST:PORT/DATABASE`;
+    }
+    return { kind: 'postgres', url };
   }
   if (url.startsWith('file://')) {
     const parsed = URL.canParse(url) ? new URL(url) : undefined;
@@ -131,7 +173,12 @@ export function parseDatabaseUrl(url: string): DatabaseConfig | string {
   }
   if (url.startsWith('file:')) return { kind: 'sqlite', path: url.slice('file:'.length) || './data/users.db' };
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
-    return `DATABASE_URL: unsupported scheme in ${JSON.stringify(url.replace(/\/\/[^@/]*@/, '//***@'))}; use file:PATH, a path, or :memory:`;
+    return `DATABASE_URL: unsupported scheme in ${JSON.stringify(hideCredentials(url))}; use postgres://..., file:PATH, a path, or :memory:`;
   }
   return { kind: 'sqlite', path: url };
+}
+
+/** The URL with any user and password hidden, for messages and logs. */
+export function hideCredentials(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
 }

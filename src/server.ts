@@ -1,12 +1,13 @@
+import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { runPrimary } from './cluster.ts';
+import { type Config, ConfigError, loadConfig } from './config.ts';
 import { openStore } from './store/open-store.ts';
 
-/** Loads settings, opens storage, listens; on SIGTERM/SIGINT finishes in-flight requests and closes. */
-async function main(): Promise<void> {
-  const config = loadConfig(process.env, process.argv.slice(2));
-  const store = openStore(config.database);
+/** Opens storage and listens; on SIGTERM/SIGINT finishes in-flight requests and closes. */
+async function serve(config: Readonly<Config>): Promise<void> {
+  const store = await openStore(config);
   let app: FastifyInstance;
   try {
     app = await buildApp(config, { store });
@@ -42,6 +43,17 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env, process.argv.slice(2));
+  if (config.workers > 1 && cluster.isPrimary) {
+    // Migrations and start-up faults once, before any worker: workers then open a ready database.
+    await (await openStore(config)).close();
+    runPrimary(config);
+    return;
+  }
+  await serve(config);
 }
 
 main().catch((error: unknown) => {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { availableParallelism } from 'node:os';
 import { describe, it } from 'node:test';
 import { type Config, ConfigError, loadConfig } from '../src/config.ts';
 
@@ -11,6 +12,9 @@ const DEFAULTS: Config = {
   logLevel: 'info',
   shutdownTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
+  databaseTimeoutMs: 5000,
+  databasePoolSize: 10,
+  workers: 1,
 };
 
 interface ValidRow {
@@ -105,6 +109,33 @@ const validRows: ValidRow[] = [
     argv: ['--database-url', ':memory:'],
     expected: { database: { kind: 'sqlite', path: ':memory:' } },
   },
+  {
+    name: 'DATABASE_URL postgres://',
+    env: { DATABASE_URL: 'postgres://app:secret@db.internal:5432/users' },
+    expected: { database: { kind: 'postgres', url: 'postgres://app:secret@db.internal:5432/users' } },
+  },
+  {
+    name: '--database-url postgresql:// with options',
+    argv: ['--database-url', 'postgresql://db.internal/users?sslmode=require'],
+    expected: { database: { kind: 'postgres', url: 'postgresql://db.internal/users?sslmode=require' } },
+  },
+  {
+    name: 'database timeout and pool size',
+    env: { DATABASE_TIMEOUT_MS: '2500', DATABASE_POOL_SIZE: '40' },
+    expected: { databaseTimeoutMs: 2500, databasePoolSize: 40 },
+  },
+  {
+    name: '--database-timeout-ms and --database-pool-size',
+    argv: ['--database-timeout-ms', '100', '--database-pool-size=1'],
+    expected: { databaseTimeoutMs: 100, databasePoolSize: 1 },
+  },
+  { name: 'WORKERS=4', env: { WORKERS: '4' }, expected: { workers: 4 } },
+  {
+    name: '--workers 2 on PostgreSQL',
+    argv: ['--workers', '2', '--database-url', 'postgres://h/db'],
+    expected: { workers: 2, database: { kind: 'postgres', url: 'postgres://h/db' } },
+  },
+  { name: 'WORKERS=auto: one per core', env: { WORKERS: 'auto' }, expected: { workers: availableParallelism() } },
 ];
 
 interface InvalidRow {
@@ -132,15 +163,23 @@ const invalidRows: InvalidRow[] = [
   { name: 'flag without its value', argv: ['--port'], messages: [/--port/] },
   { name: 'positional argument', argv: ['serve'], messages: [/serve/] },
   {
-    name: 'postgres:// (not supported yet)',
-    env: { DATABASE_URL: 'postgres://app:hunter2@db.internal:5432/users' },
-    messages: [/DATABASE_URL/, /PostgreSQL/, /not supported/],
+    name: 'postgres:// that is not a URL',
+    env: { DATABASE_URL: 'postgres://app:hunter2@db internal:5432/users' },
+    messages: [/DATABASE_URL/, /PostgreSQL URL/],
     hidden: 'hunter2',
   },
   {
-    name: 'postgresql:// (not supported yet)',
-    argv: ['--database-url', 'postgresql://db.internal/users'],
-    messages: [/DATABASE_URL/, /PostgreSQL/],
+    name: 'DATABASE_TIMEOUT_MS below 100',
+    env: { DATABASE_TIMEOUT_MS: '99' },
+    messages: [/DATABASE_TIMEOUT_MS/, /100/],
+  },
+  { name: 'DATABASE_POOL_SIZE=0', env: { DATABASE_POOL_SIZE: '0' }, messages: [/DATABASE_POOL_SIZE/, /1 to 1000/] },
+  { name: 'WORKERS=0', env: { WORKERS: '0' }, messages: [/WORKERS/, /1 to 256, or auto/] },
+  { name: 'WORKERS=many', argv: ['--workers', 'many'], messages: [/WORKERS/, /"many"/] },
+  {
+    name: 'WORKERS above 1 with :memory:',
+    env: { WORKERS: '2', DATABASE_URL: ':memory:' },
+    messages: [/WORKERS/, /:memory:/, /shared database/],
   },
   {
     name: 'mysql://',

@@ -1,12 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { BACKENDS } from './helpers/backends.ts';
 import { call } from './helpers/http.ts';
 import { serverForSuite } from './helpers/server.ts';
 
-// The original contract, byte for byte, against the real server over HTTP, as existing clients use it.
-describe('the original contract', () => {
-  const server = serverForSuite();
+// The original contract, byte for byte, against the real server over HTTP, as existing clients use
+// it: on each store, served by one process and by two workers sharing the port.
+for (const backend of BACKENDS) {
+  for (const workers of [1, 2]) {
+    describe(`the original contract [${backend.name}, WORKERS=${workers}]`, { skip: backend.skip }, () => {
+      contract(serverForSuite({ WORKERS: String(workers) }, backend));
+    });
+  }
+}
 
+function contract(server: { readonly url: string }): void {
   it('GET /users on an empty store answers 200 {"data":[]}', async () => {
     const answer = await call(server.url, 'GET', '/users');
     assert.equal(answer.status, 200);
@@ -47,4 +55,4 @@ describe('the original contract', () => {
     assert.equal(answer.status, 200);
     assert.deepEqual(answer.json, { data: [{ name: "Mary Ann O'Neil", age: '7', city: 'São Paulo' }] });
   });
-});
+}

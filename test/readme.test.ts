@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { serverForSuite } from './helpers/server.ts';
+import { BACKENDS } from './helpers/backends.ts';
 
 interface Example {
   command: string;
@@ -27,33 +28,35 @@ function readmeExamples(): Example[] {
 }
 
 // The README's examples, run exactly as written (only the port differs) on an empty database.
-describe('README examples', () => {
-  const server = serverForSuite();
-  const examples = readmeExamples();
+for (const backend of BACKENDS) {
+  describe(`README examples [${backend.name}]`, { skip: backend.skip }, () => {
+    const server = serverForSuite({}, backend);
+    const examples = readmeExamples();
 
-  it('has examples for every endpoint', () => {
-    const commands = examples.map((example) => example.command).join('\n');
-    for (const fragment of [
-      '/users?',
-      'X POST',
-      'X PUT',
-      'X PATCH',
-      'X DELETE',
-      '-I http',
-      '/users/1',
-      '/healthz',
-      '/readyz',
-    ]) {
-      assert.ok(commands.includes(fragment), `no example uses ${fragment}`);
+    it('has examples for every endpoint', () => {
+      const commands = examples.map((example) => example.command).join('\n');
+      for (const fragment of [
+        '/users?',
+        'X POST',
+        'X PUT',
+        'X PATCH',
+        'X DELETE',
+        '-I http',
+        '/users/1',
+        '/healthz',
+        '/readyz',
+      ]) {
+        assert.ok(commands.includes(fragment), `no example uses ${fragment}`);
+      }
+    });
+
+    for (const [i, example] of examples.entries()) {
+      it(`${i + 1}: ${example.command}`, () => {
+        const command = example.command.replaceAll('http://127.0.0.1:3000', server.url);
+        const output = execFileSync('bash', ['-c', command], { encoding: 'utf8', timeout: 10_000 });
+        // A console shows output without a final newline on a line of its own, so line ends are compared trimmed.
+        assert.equal(output.replace(/\r/g, '').trimEnd(), example.expected.trimEnd());
+      });
     }
   });
-
-  for (const [i, example] of examples.entries()) {
-    it(`${i + 1}: ${example.command}`, () => {
-      const command = example.command.replaceAll('http://127.0.0.1:3000', server.url);
-      const output = execFileSync('bash', ['-c', command], { encoding: 'utf8', timeout: 10_000 });
-      // A console shows output without a final newline on a line of its own, so line ends are compared trimmed.
-      assert.equal(output.replace(/\r/g, '').trimEnd(), example.expected.trimEnd());
-    });
-  }
-});
+}

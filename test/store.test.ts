@@ -1,25 +1,45 @@
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, afterEach, beforeEach, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { openSqliteStore } from '../src/store/sqlite-store.ts';
+import pg from 'pg';
+import { parseDatabaseUrl } from '../src/config.ts';
+import { openStore } from '../src/store/open-store.ts';
 import type { ListFilter, User, UserInput, UserStore } from '../src/store/store.ts';
-import { tempDir } from './helpers/server.ts';
+import { BACKENDS, type Database as TestDatabase } from './helpers/backends.ts';
 
-interface Backend {
-  name: string;
-  /** A new, empty store; every test opens its own. */
-  open: () => UserStore;
+/** Opens the store a DATABASE_URL names, as the server does. */
+async function openUrl(url: string): Promise<UserStore> {
+  const database = parseDatabaseUrl(url);
+  if (typeof database === 'string') throw new Error(database);
+  return openStore({ database, databaseTimeoutMs: 5000, databasePoolSize: 5 });
 }
 
-const scratch = tempDir('user-records-store-');
-let files = 0;
-const nextFile = () => join(scratch.dir, `users-${++files}.db`);
+const databases: TestDatabase[] = [];
+after(async () => {
+  for (const database of databases) await database.drop();
+});
 
-// The contract every backend keeps. A PostgreSQL backend joins by adding a row here.
-const backends: Backend[] = [
-  { name: 'sqlite (file)', open: () => openSqliteStore(nextFile()) },
-  { name: 'sqlite (memory)', open: () => openSqliteStore(':memory:') },
+interface StoreBackend {
+  name: string;
+  skip: string | false;
+  /** The URL of a new, empty database that outlives the stores opened on it. */
+  fresh: () => Promise<string>;
+}
+
+// Every backend that keeps its data; each test opens its own database.
+const persistent: StoreBackend[] = BACKENDS.map((backend) => ({
+  name: backend.name,
+  skip: backend.skip,
+  fresh: async () => {
+    const database = await backend.fresh();
+    databases.push(database);
+    return database.url;
+  },
+}));
+// The contract every backend keeps, SQLite's memory database included.
+const backends: StoreBackend[] = [
+  ...persistent,
+  { name: 'sqlite :memory:', skip: false, fresh: async () => ':memory:' },
 ];
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -63,10 +83,10 @@ const listRows: ListRow[] = [
 ];
 
 for (const backend of backends) {
-  describe(backend.name, () => {
+  describe(`store [${backend.name}]`, { skip: backend.skip }, () => {
     let store: UserStore;
-    beforeEach(() => {
-      store = backend.open();
+    beforeEach(async () => {
+      store = await openUrl(await backend.fresh());
     });
     afterEach(() => store.close());
 
@@ -118,7 +138,7 @@ for (const backend of backends) {
       }
 
       it('on an empty store is an empty array', async () => {
-        const empty = backend.open();
+        const empty = await openUrl(await backend.fresh());
         try {
           assert.deepEqual(await empty.list({}), []);
         } finally {
@@ -228,7 +248,7 @@ for (const backend of backends) {
         ['fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
       );
       const failure = settled[1] as PromiseRejectedResult;
-      assert.match(String(failure.reason), /CHECK constraint failed/);
+      assert.match(String(failure.reason), /check constraint/i);
       const stored = await store.list({});
       assert.deepEqual(stored.map(fieldsOf), [
         { name: 'Ada', age: 36, city: 'Paris' },
@@ -244,53 +264,92 @@ for (const backend of backends) {
   });
 }
 
-describe('sqlite (file) only', () => {
-  it('reopening the file keeps the data and the id sequence', async () => {
-    const path = nextFile();
-    const store = openSqliteStore(path);
-    const ada = await store.create({ name: 'Ada', age: 36, city: 'London' });
-    const ben = await store.create({ name: 'Ben', age: 41, city: 'Leeds' });
-    const changed = await store.update(ada.id, { city: 'Paris' });
-    assert.ok(changed.ok);
-    assert.ok((await store.remove(ben.id)).ok);
-    await store.close();
+for (const backend of persistent) {
+  describe(`store that keeps its data [${backend.name}]`, { skip: backend.skip }, () => {
+    it('reopening keeps the data and the id sequence', async () => {
+      const url = await backend.fresh();
+      const store = await openUrl(url);
+      const ada = await store.create({ name: 'Ada', age: 36, city: 'London' });
+      const ben = await store.create({ name: 'Ben', age: 41, city: 'Leeds' });
+      const changed = await store.update(ada.id, { city: 'Paris' });
+      assert.ok(changed.ok);
+      assert.ok((await store.remove(ben.id)).ok);
+      await store.close();
 
-    const reopened = openSqliteStore(path);
-    try {
-      assert.deepEqual(await reopened.list({}), [changed.user]);
-      const cy = await reopened.create({ name: 'Cy', age: 5, city: 'York' });
-      assert.ok(cy.id > ben.id, `id ${cy.id} reuses or precedes the removed ${ben.id}`);
-    } finally {
-      await reopened.close();
-    }
+      const reopened = await openUrl(url);
+      try {
+        assert.deepEqual(await reopened.list({}), [changed.user]);
+        const cy = await reopened.create({ name: 'Cy', age: 5, city: 'York' });
+        assert.ok(cy.id > ben.id, `id ${cy.id} reuses or precedes the removed ${ben.id}`);
+      } finally {
+        await reopened.close();
+      }
+    });
+
+    it('close commits a write still queued, and a second close is harmless', async () => {
+      const url = await backend.fresh();
+      const store = await openUrl(url);
+      const pending = store.create({ name: 'Ada', age: 36, city: 'London' });
+      await store.close();
+      const user = await pending;
+      await store.close();
+      await assert.rejects(store.ping());
+
+      const reopened = await openUrl(url);
+      try {
+        assert.deepEqual(await reopened.list({}), [user]);
+      } finally {
+        await reopened.close();
+      }
+    });
+
+    it('stores opened at the same moment apply each migration once', async () => {
+      const url = await backend.fresh();
+      const stores = await Promise.all(Array.from({ length: 6 }, () => openUrl(url)));
+      const created = await Promise.all(stores.map((store, i) => store.create({ name: `n${i}`, age: i, city: 'c' })));
+      assert.equal(new Set(created.map((user) => user.id)).size, stores.length);
+      for (const store of stores) await store.close();
+      assert.deepEqual(await migrationVersions(url), [1]);
+    });
+
+    it('refuses a database whose schema is newer than this service knows', async () => {
+      const url = await backend.fresh();
+      await (await openUrl(url)).close();
+      await addFutureMigration(url);
+      await assert.rejects(openUrl(url), /newer.*999|999.*newer/);
+    });
   });
+}
 
-  it('close commits a write still queued, and a second close is harmless', async () => {
-    const path = nextFile();
-    const store = openSqliteStore(path);
-    const pending = store.create({ name: 'Ada', age: 36, city: 'London' });
-    await store.close();
-    const user = await pending;
-    await store.close();
-    await assert.rejects(store.ping());
-
-    const reopened = openSqliteStore(path);
+/** The versions in schema_migrations, read with the database's own client. */
+async function migrationVersions(url: string): Promise<number[]> {
+  const query = 'SELECT version FROM schema_migrations ORDER BY version';
+  if (!url.startsWith('postgres')) {
+    const db = new Database(url, { readonly: true });
     try {
-      assert.deepEqual(await reopened.list({}), [user]);
+      return (db.prepare(query).pluck().all() as number[]).map(Number);
     } finally {
-      await reopened.close();
+      db.close();
     }
-  });
+  }
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<{ version: number }>(query)).rows.map((row) => row.version);
+  } finally {
+    await client.end();
+  }
+}
 
-  it('refuses a database whose schema is newer than this service knows', async () => {
-    const path = nextFile();
-    await openSqliteStore(path).close();
-    const db = new Database(path);
+async function addFutureMigration(url: string): Promise<void> {
+  if (!url.startsWith('postgres')) {
+    const db = new Database(url);
     db.prepare("INSERT INTO schema_migrations VALUES (999, 'future', 'x')").run();
     db.close();
-    assert.throws(() => openSqliteStore(path), /newer/);
-    assert.throws(() => openSqliteStore(path), /999/);
-  });
-});
-
-after(() => scratch.cleanup());
+    return;
+  }
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query("INSERT INTO schema_migrations (version, name) VALUES (999, 'future')");
+  await client.end();
+}

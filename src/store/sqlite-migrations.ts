@@ -1,7 +1,8 @@
 import type { Database } from 'better-sqlite3';
+import { type Migration, pendingMigrations } from './migrations.ts';
 
-/** Numbered schema changes, applied in order at start. Never edit one that has shipped. */
-const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+/** SQLite's schema, applied in order at start. */
+const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'create users',
@@ -34,16 +35,8 @@ export function migrate(db: Database): void {
   ) STRICT`);
   const apply = db.transaction(() => {
     const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
-    const newest = Math.max(0, ...applied);
-    const known = MIGRATIONS.at(-1)?.version ?? 0;
-    if (newest > known) {
-      throw new Error(
-        `the database is at schema version ${newest}, newer than this service knows (${known}); upgrade the service`,
-      );
-    }
     const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
-    for (const migration of MIGRATIONS) {
-      if (applied.has(migration.version)) continue;
+    for (const migration of pendingMigrations(MIGRATIONS, applied)) {
       db.exec(migration.sql);
       record.run(migration.version, migration.name, new Date().toISOString());
     }

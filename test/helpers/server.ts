@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before } from 'node:test';
+import type { Backend, Database } from './backends.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -42,6 +43,11 @@ export function startServer(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: string[] = [];
+  // With several workers, the primary says when all of them listen.
+  const ready =
+    env.WORKERS !== undefined && env.WORKERS !== '1'
+      ? /workers listening at (http:\/\/127\.0\.0\.1:\d+)/
+      : /Server listening at (http:\/\/127\.0\.0\.1:\d+)/;
   const exited = new Promise<number | string>((resolve) => {
     child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
   });
@@ -52,7 +58,7 @@ export function startServer(
     }, timeoutMs);
     const onLine = (line: string) => {
       logs.push(line);
-      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(line);
+      const match = ready.exec(line);
       if (match?.[1] !== undefined) {
         clearTimeout(timer);
         resolve({
@@ -87,17 +93,20 @@ export function startServer(
 }
 
 /**
- * Starts the server on a fresh database before the enclosing suite's tests and stops it after.
- * Read `url` inside tests (it is known once the suite has started).
+ * Starts the server on a fresh database of the backend (SQLite unless given) before the enclosing
+ * suite's tests and stops it after. Read `url` inside tests (it is known once the suite has started).
  */
-export function serverForSuite(env: Record<string, string> = {}): { readonly url: string } {
+export function serverForSuite(env: Record<string, string> = {}, backend?: Backend): { readonly url: string } {
   const data = tempDir();
   let server: RunningServer | undefined;
+  let database: Database | undefined;
   before(async () => {
-    server = await startServer({ DATABASE_URL: join(data.dir, 'users.db'), ...env });
+    database = await backend?.fresh();
+    server = await startServer({ DATABASE_URL: database?.url ?? join(data.dir, 'users.db'), ...env });
   });
   after(async () => {
     await server?.stop();
+    await database?.drop();
     data.cleanup();
   });
   return {

@@ -1,0 +1,60 @@
+// Runs every test file under test/ with Node's test runner, listed explicitly because Node 20's
+// runner finds no .ts files by itself; `npm test -- test/a.test.ts` runs only those files.
+// The PostgreSQL half needs a server: TEST_DATABASE_URL if given, else a throwaway cluster started
+// here from the local PostgreSQL binaries and removed after. Without either, that half is skipped
+// and says so; with TEST_POSTGRES_REQUIRED=1 (as in CI) it fails instead.
+import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { hideCredentials } from '../src/config.ts';
+import { findPostgresBin, type PostgresCluster, startPostgresCluster } from '../test/helpers/pg-cluster.ts';
+
+const given = process.argv.slice(2);
+const files =
+  given.length > 0
+    ? given
+    : readdirSync('test', { recursive: true })
+        .map(String)
+        .filter((file) => file.endsWith('.test.ts'))
+        .map((file) => join('test', file))
+        .sort();
+if (files.length === 0) {
+  console.error('no test files found under test/');
+  process.exit(1);
+}
+
+let cluster: PostgresCluster | undefined;
+let postgres = process.env.TEST_DATABASE_URL || undefined;
+if (postgres !== undefined) {
+  console.log(`PostgreSQL half: runs against TEST_DATABASE_URL ${hideCredentials(postgres)}`);
+} else if (findPostgresBin() !== undefined) {
+  cluster = await startPostgresCluster();
+  postgres = cluster.url;
+  console.log(`PostgreSQL half: runs against a throwaway PostgreSQL ${cluster.version} cluster at ${cluster.url}`);
+} else {
+  console.log(
+    'PostgreSQL half: SKIPPED: no TEST_DATABASE_URL and no PostgreSQL binaries (install postgresql, or set PG_BIN)',
+  );
+  if (process.env.TEST_POSTGRES_REQUIRED === '1') {
+    console.error('TEST_POSTGRES_REQUIRED=1: the PostgreSQL half must run');
+    process.exit(1);
+  }
+}
+
+const stopCluster = async () => {
+  const running = cluster;
+  cluster = undefined;
+  await running?.stop();
+};
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => void stopCluster().finally(() => process.exit(130)));
+}
+
+const child = spawn(process.execPath, ['--import', 'tsx', '--test', ...files], {
+  stdio: 'inherit',
+  env: { ...process.env, ...(postgres === undefined ? {} : { TEST_DATABASE_URL: postgres }) },
+});
+const code = await new Promise<number>((resolve) => child.once('exit', (status) => resolve(status ?? 1)));
+await stopCluster();
+console.log(`PostgreSQL half: ${postgres === undefined ? 'SKIPPED (see the first line)' : 'ran'}`);
+process.exit(code);

@@ -1,0 +1,69 @@
+import cluster, { type Worker } from 'node:cluster';
+import { pino } from 'pino';
+import type { Config } from './config.ts';
+
+/** A worker that dies this soon after it started is failing to start, not crashing under load. */
+const RESTART_DELAY_MS = 1000;
+
+/**
+ * The primary process of `WORKERS` > 1: forks the workers, which share the port (the primary hands
+ * out connections in turn), replaces a worker that dies, and on SIGTERM/SIGINT stops them all,
+ * each finishing its requests in flight, then exits 0 if every worker stopped cleanly.
+ */
+export function runPrimary(config: Readonly<Config>): void {
+  const log = pino({ level: config.logLevel, base: { pid: process.pid, role: 'primary' } });
+  const listening = new Set<Worker>();
+  let stopping = false;
+  let failed = false;
+
+  const fork = () => {
+    const worker = cluster.fork();
+    worker.once('listening', (address) => {
+      listening.add(worker);
+      if (listening.size === config.workers) {
+        const host = address.address?.includes(':') ? `[${address.address}]` : address.address;
+        log.info(
+          { workers: config.workers },
+          `all ${config.workers} workers listening at http://${host}:${address.port}`,
+        );
+      }
+    });
+    worker.once('exit', (code, signal) => {
+      const started = listening.delete(worker);
+      if (stopping) {
+        if (code !== 0) failed = true;
+        if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(failed ? 1 : 0);
+        return;
+      }
+      if (!started) {
+        log.fatal({ worker: worker.process.pid, code, signal }, 'a worker failed to start; stopping');
+        void stop('worker start failure', 1);
+        return;
+      }
+      log.error({ worker: worker.process.pid, code, signal }, 'a worker died; starting another');
+      setTimeout(() => {
+        if (!stopping) fork();
+      }, RESTART_DELAY_MS);
+    });
+  };
+
+  const stop = (reason: string, exitCode = 0) => {
+    if (stopping) return;
+    stopping = true;
+    failed = exitCode !== 0;
+    log.info({ reason }, 'stopping the workers');
+    const running = Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
+    if (running.length === 0) process.exit(exitCode);
+    for (const worker of running) worker.process.kill('SIGTERM');
+    // Each worker has its own shutdown timeout; this one only catches a worker that hangs anyway.
+    setTimeout(() => {
+      log.error('workers did not stop in time; killing them');
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
+      process.exit(1);
+    }, config.shutdownTimeoutMs + 2000).unref();
+  };
+
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  for (let i = 0; i < config.workers; i++) fork();
+}

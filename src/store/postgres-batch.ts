@@ -1,0 +1,88 @@
+import type { Pool, PoolClient } from 'pg';
+
+type Work = (client: PoolClient) => Promise<unknown>;
+
+interface Job {
+  work: Work;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Group commit for PostgreSQL. The writes that arrive in one turn of the event loop, or while the
+ * previous batch commits, run in call order in one transaction on one connection and share its
+ * commit (one WAL flush). One instance's writes therefore commit in the order their ids were
+ * given, as with SQLite. A write that fails makes the batch roll back; its writes then run again
+ * in a transaction each, so only the failing write fails. Every promise settles after COMMIT.
+ */
+export class PostgresBatch {
+  readonly #pool: Pool;
+  /** Whether a failure is a lost connection, which a rerun cannot fix. */
+  readonly #isConnectionFault: (error: unknown) => boolean;
+  #pending: Job[] = [];
+  #idle: Promise<void> = Promise.resolve();
+  #active = false;
+
+  constructor(pool: Pool, isConnectionFault: (error: unknown) => boolean) {
+    this.#pool = pool;
+    this.#isConnectionFault = isConnectionFault;
+  }
+
+  run<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      if (this.#active) return;
+      this.#active = true;
+      this.#idle = new Promise((done) => setImmediate(() => void this.#drain().finally(done)));
+    });
+  }
+
+  /** Resolves when every queued write has settled. */
+  whenIdle(): Promise<void> {
+    return this.#idle;
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#pending.length > 0) {
+      const jobs = this.#pending;
+      this.#pending = [];
+      await this.#commit(jobs);
+    }
+    this.#active = false;
+  }
+
+  async #commit(jobs: Job[]): Promise<void> {
+    try {
+      const values = await this.#transaction(jobs);
+      jobs.forEach((job, i) => job.resolve(values[i]));
+    } catch (error) {
+      if (jobs.length === 1 || this.#isConnectionFault(error)) {
+        for (const job of jobs) job.reject(error);
+        return;
+      }
+      for (const job of jobs) {
+        await this.#transaction([job]).then(([value]) => job.resolve(value), job.reject);
+      }
+    }
+  }
+
+  async #transaction(jobs: Job[]): Promise<unknown[]> {
+    const client = await this.#pool.connect();
+    try {
+      await client.query('BEGIN');
+      const values: unknown[] = [];
+      for (const job of jobs) values.push(await job.work(client));
+      await client.query('COMMIT');
+      client.release();
+      return values;
+    } catch (error) {
+      const rolledBack = await client.query('ROLLBACK').then(
+        () => true,
+        () => false,
+      );
+      // A connection that could not roll back is not trusted again: the pool closes it.
+      client.release(rolledBack ? undefined : (error as Error));
+      throw error;
+    }
+  }
+}

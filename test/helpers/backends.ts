@@ -1,0 +1,65 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import pg from 'pg';
+import { tempDir } from './server.ts';
+
+/** A new, empty database for one test or suite. */
+export interface Database {
+  /** Its DATABASE_URL. */
+  url: string;
+  drop(): Promise<void>;
+}
+
+/** A storage backend the same tests run against, in a loop (STYLE.md item 7). */
+export interface Backend {
+  name: 'sqlite' | 'postgresql';
+  fresh(): Promise<Database>;
+  /** Why this backend cannot run here (a node:test skip reason), or false. */
+  skip: string | false;
+}
+
+const scratch = tempDir('user-records-db-');
+process.once('exit', scratch.cleanup);
+let files = 0;
+
+const sqlite: Backend = {
+  name: 'sqlite',
+  skip: false,
+  fresh: async () => ({ url: join(scratch.dir, `users-${++files}.db`), drop: async () => undefined }),
+};
+
+// scripts/run-tests.ts sets TEST_DATABASE_URL (a throwaway cluster, or the one given). Each fresh
+// database is a schema of its own there, which is quicker than CREATE DATABASE by far.
+const server = process.env.TEST_DATABASE_URL || undefined;
+const required = process.env.TEST_POSTGRES_REQUIRED === '1';
+
+async function withAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: server });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+const postgresql: Backend = {
+  name: 'postgresql',
+  skip:
+    server === undefined && !required
+      ? 'PostgreSQL half skipped: no TEST_DATABASE_URL (run the tests with npm test, which starts PostgreSQL)'
+      : false,
+  fresh: async () => {
+    if (server === undefined) throw new Error('TEST_POSTGRES_REQUIRED=1 but no TEST_DATABASE_URL is set');
+    const schema = `test_${randomBytes(6).toString('hex')}`;
+    await withAdmin((client) => client.query(`CREATE SCHEMA ${schema}`));
+    const url = new URL(server);
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    return {
+      url: url.toString(),
+      drop: () => withAdmin(async (client) => void (await client.query(`DROP SCHEMA ${schema} CASCADE`))),
+    };
+  },
+};
+
+export const BACKENDS: readonly Backend[] = [sqlite, postgresql];
