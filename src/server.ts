@@ -4,6 +4,7 @@ import { buildApp } from './app.ts';
 import { runPrimary } from './cluster.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { openStore } from './store/open-store.ts';
+import { StoreUnavailableError } from './store/store.ts';
 
 /** Opens storage and listens; on SIGTERM/SIGINT finishes in-flight requests and closes. */
 async function serve(config: Readonly<Config>): Promise<void> {
@@ -65,7 +66,11 @@ main().catch((error: unknown) => {
   // no stack trace; anything else is a bug and keeps it.
   const code = (error as { code?: unknown }).code;
   const text =
-    typeof code === 'string' ? `${(error as Error).message} (${code})` : ((error as Error).stack ?? String(error));
+    error instanceof StoreUnavailableError
+      ? error.message
+      : typeof code === 'string'
+        ? `${(error as Error).message} (${code})`
+        : ((error as Error).stack ?? String(error));
   process.stderr.write(`user-records: cannot start: ${text}\n`);
   process.exit(1);
 });

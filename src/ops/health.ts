@@ -35,7 +35,7 @@ export function registerHealthRoutes(app: FastifyInstance, store: UserStore): vo
         await store.ping();
       } catch (error) {
         request.log.warn({ err: error }, 'database not reachable');
-        throw new HttpError('unavailable', 'The database is not reachable.');
+        throw new HttpError('unavailable', 'The database is not reachable.', { headers: { 'retry-after': '1' } });
       }
       return { status: 'ok' as const };
     },

@@ -76,11 +76,14 @@ export class PostgresBatch {
       client.release();
       return values;
     } catch (error) {
-      const rolledBack = await client.query('ROLLBACK').then(
-        () => true,
-        () => false,
-      );
-      // A connection that could not roll back is not trusted again: the pool closes it.
+      // A lost connection is not asked to roll back (it would wait out another timeout): the pool
+      // closes it, and so PostgreSQL rolls back. Nor is one that fails to roll back trusted again.
+      const rolledBack =
+        !this.#isConnectionFault(error) &&
+        (await client.query('ROLLBACK').then(
+          () => true,
+          () => false,
+        ));
       client.release(rolledBack ? undefined : (error as Error));
       throw error;
     }
