@@ -312,6 +312,39 @@ for (const backend of persistent) {
       assert.deepEqual(await migrationVersions(url), [1]);
     });
 
+    it('two stores on one database changing the same records in opposite orders both succeed', async () => {
+      const url = await backend.fresh();
+      const [a, b] = await Promise.all([openUrl(url), openUrl(url)]);
+      try {
+        const [x, y] = await Promise.all([
+          a.create({ name: 'X', age: 1, city: 'c' }),
+          a.create({ name: 'Y', age: 2, city: 'c' }),
+        ]);
+        assert.ok(x !== undefined && y !== undefined);
+        for (let round = 0; round < 3; round++) {
+          // Each store's writes of one tick share a transaction, so these lock x then y, and y then x.
+          const results = await Promise.all([
+            a.update(x.id, { city: `a${round}` }),
+            a.update(y.id, { city: `a${round}` }),
+            b.update(y.id, { city: `b${round}` }),
+            b.update(x.id, { city: `b${round}` }),
+          ]);
+          assert.deepEqual(
+            results.map((result) => result.ok),
+            [true, true, true, true],
+          );
+        }
+        const listed = await b.list({});
+        assert.deepEqual(
+          listed.map((user) => user.version),
+          [7, 7],
+        );
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    });
+
     it('refuses a database whose schema is newer than this service knows', async () => {
       const url = await backend.fresh();
       await (await openUrl(url)).close();

@@ -57,11 +57,16 @@ export function isConnectionFault(error: unknown): boolean {
   return (typeof code === 'string' && CONNECTION_CODE.test(code)) || CONNECTION_MESSAGE.test(error.message);
 }
 
+// A transaction the database gave up to resolve a conflict (serialization failure, deadlock): a
+// retry will do. The group commit already retries a batch's writes one by one once.
+const CONFLICT_STATE = /^40/;
+
+/** Runs a storage call, turning a fault worth a retry into StoreUnavailableError (503). */
 async function guarded<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    if (isConnectionFault(error)) {
+    if (isConnectionFault(error) || (error instanceof pg.DatabaseError && CONFLICT_STATE.test(error.code ?? ''))) {
       const reason = error instanceof pg.DatabaseError ? `SQLSTATE ${error.code}` : (error as Error).message;
       throw new StoreUnavailableError(`database unavailable: ${reason}`, { cause: error });
     }
