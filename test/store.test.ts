@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { parseDatabaseUrl } from '../src/config.ts';
 import { openStore } from '../src/store/open-store.ts';
-import type { ListFilter, User, UserInput, UserStore } from '../src/store/store.ts';
+import type { Commit, ListFilter, User, UserInput, UserStore } from '../src/store/store.ts';
 import { BACKENDS, type Database as TestDatabase } from './helpers/backends.ts';
 
 /** Opens the store a DATABASE_URL names, as the server does. */
@@ -258,6 +258,30 @@ for (const backend of backends) {
       assert.equal(stored[0]?.version, 2, 'the failed update must not have bumped the version');
     });
 
+    it('each committed write transaction raises version() and is reported to onCommit, changes in order', async () => {
+      const commits: Commit[] = [];
+      store.onCommit((commit) => commits.push(commit));
+      const start = await store.version();
+      const ada = await store.create({ name: 'Ada', age: 36, city: 'London' });
+      const ben = await store.create({ name: 'Ben', age: 41, city: 'Leeds' });
+      const [changed, removed, missing] = await Promise.all([
+        store.update(ada.id, { city: 'Paris' }),
+        store.remove(ben.id),
+        store.remove(ben.id + 100),
+      ]);
+      assert.ok(changed?.ok && removed?.ok && missing?.ok === false);
+      assert.deepEqual(
+        commits.map((commit) => commit.version),
+        [start + 1, start + 2, start + 3],
+      );
+      assert.equal(await store.version(), start + 3);
+      assert.deepEqual(commits.at(-1)?.changes, [
+        { kind: 'put', user: changed.user },
+        { kind: 'delete', id: ben.id },
+      ]);
+      assert.deepEqual(commits[0]?.changes, [{ kind: 'put', user: ada }]);
+    });
+
     it('ping resolves', async () => {
       await store.ping();
     });
@@ -309,7 +333,7 @@ for (const backend of persistent) {
       const created = await Promise.all(stores.map((store, i) => store.create({ name: `n${i}`, age: i, city: 'c' })));
       assert.equal(new Set(created.map((user) => user.id)).size, stores.length);
       for (const store of stores) await store.close();
-      assert.deepEqual(await migrationVersions(url), [1]);
+      assert.deepEqual(await migrationVersions(url), [1, 2]);
     });
 
     it('two stores on one database changing the same records in opposite orders both succeed', async () => {
@@ -339,6 +363,19 @@ for (const backend of persistent) {
           listed.map((user) => user.version),
           [7, 7],
         );
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    });
+
+    it("another store's commits on the same database raise this one's version()", async () => {
+      const url = await backend.fresh();
+      const [a, b] = await Promise.all([openUrl(url), openUrl(url)]);
+      try {
+        const before = await a.version();
+        await b.create({ name: 'Ada', age: 36, city: 'London' });
+        assert.equal(await a.version(), before + 1);
       } finally {
         await a.close();
         await b.close();

@@ -1,7 +1,9 @@
-import type { Database } from 'better-sqlite3';
+import type { Database, Statement } from 'better-sqlite3';
+import type { Change, Commit } from './store.ts';
 
 interface Job {
   work: () => unknown;
+  changes: (value: never) => Change[];
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -9,20 +11,25 @@ interface Job {
 /**
  * Runs the writes that arrive in the same turn of the event loop in one transaction, so that they
  * share one commit and one fsync. Each write runs in its own savepoint: one that throws is rolled
- * back alone and rejects alone. Every promise settles only after the commit is on disk.
+ * back alone and rejects alone. Each transaction also counts itself in store_version. Every
+ * promise settles only after the commit is on disk and `onCommit` has seen it.
  */
 export class GroupCommit {
   readonly #db: Database;
+  readonly #bump: Statement<[], { version: number }>;
+  readonly #onCommit: (commit: Commit) => void;
   #pending: Job[] = [];
   #scheduled = false;
 
-  constructor(db: Database) {
+  constructor(db: Database, onCommit: (commit: Commit) => void) {
     this.#db = db;
+    this.#onCommit = onCommit;
+    this.#bump = db.prepare('UPDATE store_version SET version = version + 1 RETURNING version');
   }
 
-  run<T>(work: () => T): Promise<T> {
+  run<T>(work: () => T, changes: (value: T) => Change[]): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.#pending.push({ work, changes, resolve: resolve as (value: unknown) => void, reject });
       if (!this.#scheduled) {
         this.#scheduled = true;
         setImmediate(() => this.#flush());
@@ -41,8 +48,10 @@ export class GroupCommit {
     this.#pending = [];
     if (jobs.length === 0) return;
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    let version: number;
     try {
       this.#db.exec('BEGIN IMMEDIATE');
+      version = (this.#bump.get() as { version: number }).version;
       for (const job of jobs) {
         this.#db.exec('SAVEPOINT job');
         try {
@@ -60,6 +69,11 @@ export class GroupCommit {
       for (const job of jobs) job.reject(error);
       return;
     }
+    const changes = jobs.flatMap((job, i) => {
+      const outcome = outcomes[i];
+      return outcome?.ok ? job.changes(outcome.value as never) : [];
+    });
+    this.#onCommit({ version, changes });
     jobs.forEach((job, i) => {
       const outcome = outcomes[i];
       if (outcome?.ok) job.resolve(outcome.value);

@@ -1,9 +1,9 @@
 import type { Pool, PoolClient } from 'pg';
-
-type Work = (client: PoolClient) => Promise<unknown>;
+import type { Change, Commit } from './store.ts';
 
 interface Job {
-  work: Work;
+  work: (client: PoolClient) => Promise<unknown>;
+  changes: (value: never) => Change[];
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -13,24 +13,31 @@ interface Job {
  * previous batch commits, run in call order in one transaction on one connection and share its
  * commit (one WAL flush). One instance's writes therefore commit in the order their ids were
  * given, as with SQLite. A write that fails makes the batch roll back; its writes then run again
- * in a transaction each, so only the failing write fails. Every promise settles after COMMIT.
+ * in a transaction each, so only the failing write fails. Every promise settles after COMMIT and
+ * after `onCommit` has seen it.
+ *
+ * Each transaction first counts itself in store_version. That row lock makes the write
+ * transactions of all instances take turns, so ids are given in commit order everywhere: a reader
+ * paging with `after` never misses a record that commits late with a smaller id.
  */
 export class PostgresBatch {
   readonly #pool: Pool;
   /** Whether a failure is a lost connection, which a rerun cannot fix. */
   readonly #isConnectionFault: (error: unknown) => boolean;
+  readonly #onCommit: (commit: Commit) => void;
   #pending: Job[] = [];
   #idle: Promise<void> = Promise.resolve();
   #active = false;
 
-  constructor(pool: Pool, isConnectionFault: (error: unknown) => boolean) {
+  constructor(pool: Pool, isConnectionFault: (error: unknown) => boolean, onCommit: (commit: Commit) => void) {
     this.#pool = pool;
     this.#isConnectionFault = isConnectionFault;
+    this.#onCommit = onCommit;
   }
 
-  run<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
+  run<T>(work: (client: PoolClient) => Promise<T>, changes: (value: T) => Change[]): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.#pending.push({ work, changes, resolve: resolve as (value: unknown) => void, reject });
       if (this.#active) return;
       this.#active = true;
       this.#idle = new Promise((done) => setImmediate(() => void this.#drain().finally(done)));
@@ -70,10 +77,16 @@ export class PostgresBatch {
     const client = await this.#pool.connect();
     try {
       await client.query('BEGIN');
+      const { rows } = await client.query<{ version: string }>({
+        name: 'store-version-bump',
+        text: 'UPDATE store_version SET version = version + 1 RETURNING version',
+      });
       const values: unknown[] = [];
       for (const job of jobs) values.push(await job.work(client));
       await client.query('COMMIT');
       client.release();
+      const changes = jobs.flatMap((job, i) => job.changes(values[i] as never));
+      this.#onCommit({ version: Number(rows[0]?.version), changes });
       return values;
     } catch (error) {
       // A lost connection is not asked to roll back (it would wait out another timeout): the pool

@@ -2,6 +2,9 @@ import pg, { type Pool, type PoolClient, type QueryConfig } from 'pg';
 import { PostgresBatch } from './postgres-batch.ts';
 import { migratePostgres } from './postgres-migrations.ts';
 import {
+  type Change,
+  type Commit,
+  changeOf,
   type ListFilter,
   type Precondition,
   StoreUnavailableError,
@@ -106,10 +109,27 @@ export class PostgresStore implements UserStore {
   readonly #pool: Pool;
   readonly #batch: PostgresBatch;
   readonly #listNames = new Map<string, string>();
+  readonly #listeners: Array<(commit: Commit) => void> = [];
 
   constructor(pool: Pool) {
     this.#pool = pool;
-    this.#batch = new PostgresBatch(pool, isConnectionFault);
+    this.#batch = new PostgresBatch(pool, isConnectionFault, (commit) => {
+      for (const listener of this.#listeners) listener(commit);
+    });
+  }
+
+  version(): Promise<number> {
+    return guarded(async () => {
+      const { rows } = await this.#pool.query<{ version: string }>({
+        name: 'store-version',
+        text: 'SELECT version FROM store_version',
+      });
+      return Number(rows[0]?.version);
+    });
+  }
+
+  onCommit(listener: (commit: Commit) => void): void {
+    this.#listeners.push(listener);
   }
 
   list(filter: ListFilter): Promise<User[]> {
@@ -149,7 +169,7 @@ export class PostgresStore implements UserStore {
         values: [input.name, input.age, input.city],
       });
       return toUser(rows[0] as UserRow);
-    });
+    }, changeOf);
   }
 
   update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Promise<WriteResult> {
@@ -164,7 +184,7 @@ export class PostgresStore implements UserStore {
         values: [id, next.name, next.age, next.city],
       });
       return { ok: true, user: toUser(rows[0] as UserRow) };
-    });
+    }, changeOf);
   }
 
   remove(id: number, precondition?: Precondition): Promise<WriteResult> {
@@ -173,7 +193,7 @@ export class PostgresStore implements UserStore {
       if (!('id' in current)) return current;
       await client.query({ name: 'users-delete', text: 'DELETE FROM users WHERE id = $1', values: [id] });
       return { ok: true, user: current };
-    });
+    }, (result) => changeOf(result, true));
   }
 
   ping(): Promise<void> {
@@ -191,8 +211,8 @@ export class PostgresStore implements UserStore {
     return guarded(async () => (await this.#pool.query<UserRow>(query)).rows.map(toUser));
   }
 
-  #write<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
-    return guarded(() => this.#batch.run(work));
+  #write<T>(work: (client: PoolClient) => Promise<T>, changes: (value: T) => Change[]): Promise<T> {
+    return guarded(() => this.#batch.run(work, changes));
   }
 
   /** The current record, locked until the write commits, or the reason the write cannot go ahead. */

@@ -21,6 +21,18 @@ const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX users_age ON users (age);
     `,
   },
+  {
+    version: 2,
+    name: 'create store_version',
+    // One row counting committed write transactions: caches and ETags compare it across processes.
+    sql: `
+      CREATE TABLE store_version (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        version INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO store_version (id, version) VALUES (1, 0);
+    `,
+  },
 ];
 
 /**

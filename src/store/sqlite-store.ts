@@ -4,6 +4,9 @@ import Database, { SqliteError, type Statement } from 'better-sqlite3';
 import { GroupCommit } from './group-commit.ts';
 import { migrate } from './sqlite-migrations.ts';
 import {
+  type Change,
+  type Commit,
+  changeOf,
   type ListFilter,
   type Precondition,
   StoreUnavailableError,
@@ -75,6 +78,8 @@ export function openSqliteStore(path: string, options: { busyTimeoutMs?: number 
 export class SqliteStore implements UserStore {
   readonly #db: Database.Database;
   readonly #commit: GroupCommit;
+  readonly #listeners: Array<(commit: Commit) => void> = [];
+  readonly #version: Statement<[], { version: number }>;
   readonly #listStatements = new Map<string, Statement<Record<string, unknown>, UserRow>>();
   readonly #get: Statement<[number], UserRow>;
   readonly #insert: Statement<[string, number, string, number, number], UserRow>;
@@ -83,7 +88,10 @@ export class SqliteStore implements UserStore {
 
   constructor(db: Database.Database) {
     this.#db = db;
-    this.#commit = new GroupCommit(db);
+    this.#commit = new GroupCommit(db, (commit) => {
+      for (const listener of this.#listeners) listener(commit);
+    });
+    this.#version = db.prepare('SELECT version FROM store_version');
     this.#get = db.prepare('SELECT * FROM users WHERE id = ?');
     this.#insert = db.prepare(
       `INSERT INTO users (name, age, city, created_at, updated_at)
@@ -130,7 +138,7 @@ export class SqliteStore implements UserStore {
     return this.#write(() => {
       const now = Date.now();
       return toUser(this.#insert.get(input.name, input.age, input.city, now, now) as UserRow);
-    });
+    }, changeOf);
   }
 
   update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Promise<WriteResult> {
@@ -140,7 +148,7 @@ export class SqliteStore implements UserStore {
       const next = { ...current, ...changes };
       const row = this.#update.get(next.name, next.age, next.city, Date.now(), id) as UserRow;
       return { ok: true, user: toUser(row) };
-    });
+    }, changeOf);
   }
 
   remove(id: number, precondition?: Precondition): Promise<WriteResult> {
@@ -149,11 +157,19 @@ export class SqliteStore implements UserStore {
       if (!('id' in current)) return current;
       this.#delete.run(id);
       return { ok: true, user: current };
-    });
+    }, (result) => changeOf(result, true));
   }
 
-  #write<T>(work: () => T): Promise<T> {
-    return guarded(() => this.#commit.run(work));
+  #write<T>(work: () => T, changes: (value: T) => Change[]): Promise<T> {
+    return guarded(() => this.#commit.run(work, changes));
+  }
+
+  version(): Promise<number> {
+    return guarded(() => (this.#version.get() as { version: number }).version);
+  }
+
+  onCommit(listener: (commit: Commit) => void): void {
+    this.#listeners.push(listener);
   }
 
   /** The current record, or the reason the write cannot go ahead. */

@@ -31,6 +31,24 @@ export type Precondition = (current: User) => boolean;
 
 export type WriteResult = { ok: true; user: User } | { ok: false; reason: 'not-found' | 'precondition-failed' };
 
+/** What one write did to the stored records. */
+export type Change = { kind: 'put'; user: User } | { kind: 'delete'; id: number };
+
+/** One committed transaction: the database's change version it produced, and its changes in order. */
+export interface Commit {
+  version: number;
+  changes: Change[];
+}
+
+/** The change a write's result stands for, if any. */
+export function changeOf(result: User | WriteResult, removed = false): Change[] {
+  if ('ok' in result) {
+    if (!result.ok) return [];
+    return removed ? [{ kind: 'delete', id: result.user.id }] : [{ kind: 'put', user: result.user }];
+  }
+  return [{ kind: 'put', user: result }];
+}
+
 /**
  * Everything the routes need from storage. Each write is durable when its promise resolves.
  * Implementations: SQLite now; PostgreSQL can slot in beside it without touching the routes.
@@ -43,6 +61,13 @@ export interface UserStore {
   /** Changes the given fields (all three for a full replace). */
   update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Promise<WriteResult>;
   remove(id: number, precondition?: Precondition): Promise<WriteResult>;
+  /**
+   * The database's change version: it grows with every committed write transaction, whichever
+   * process made it, so equal versions mean equal data.
+   */
+  version(): Promise<number>;
+  /** Called after each commit of this store's own writes, in commit order. */
+  onCommit(listener: (commit: Commit) => void): void;
   /** Resolves when the database answers; rejects otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
