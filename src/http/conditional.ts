@@ -22,8 +22,8 @@ export function ifMatchHolds(header: string, etag: string): boolean {
   return tags === '*' || tags.some((tag) => !tag.weak && tag.opaque === etag);
 }
 
-/** If-None-Match uses weak comparison. */
-function ifNoneMatchHolds(header: string, etag: string): boolean {
+/** If-None-Match uses weak comparison; false means the client's copy is current (answer 304). */
+export function ifNoneMatchHolds(header: string, etag: string): boolean {
   const tags = parseEntityTags(header);
   if (tags === '*') return false;
   const opaque = etag.startsWith('W/') ? etag.slice(2) : etag;

@@ -1,7 +1,9 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
+import { ifNoneMatchHolds } from '../http/conditional.ts';
 import { jsonResponse, problemResponses } from '../http/schemas.ts';
 import type { ListFilter, User, UserInput, UserStore } from '../store/store.ts';
+import { FullListing } from './full-listing.ts';
 import { normalizeInput } from './input.ts';
 import { ETAG, FORMS, NOT_MODIFIED, TAGS } from './openapi.ts';
 import { envelope, selectedFields, userEtag } from './present.ts';
@@ -11,6 +13,7 @@ import { FullInputQuery, InputBody, ListQuery, ReadHeaders, UsersEnvelope } from
 export function registerCollectionRoutes(app: FastifyInstance, store: UserStore): void {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
   const preValidation = normalizeInput;
+  const fullListing = new FullListing(store);
 
   api.get(
     '/users',
@@ -35,6 +38,14 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore)
     },
     async (request, reply) => {
       const query = request.query;
+      if (Object.keys(query).length === 0) {
+        const listing = await fullListing.get();
+        const etag = `"v${listing.version}"`;
+        reply.header('etag', etag);
+        const ifNoneMatch = request.headers['if-none-match'];
+        if (ifNoneMatch !== undefined && !ifNoneMatchHolds(ifNoneMatch, etag)) return reply.code(304).send();
+        return reply.type('application/json; charset=utf-8').send(listing.body);
+      }
       const limit = query.limit === undefined ? undefined : Number(query.limit);
       const filter: ListFilter = {
         name: query.name,
