@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { execFileSync } from 'node:child_process';
+import { before, describe, it } from 'node:test';
 import { BACKENDS } from './helpers/backends.ts';
 import { call } from './helpers/http.ts';
-import { serverForSuite } from './helpers/server.ts';
+import { BUNDLE, serverForSuite } from './helpers/server.ts';
 
 // The original contract, byte for byte, against the real server over HTTP, as existing clients use
 // it: on each store, served by one process and by two workers sharing the port.
@@ -13,6 +14,14 @@ for (const backend of BACKENDS) {
     });
   }
 }
+
+// And once as `npm start` runs it: the bundle that `npm run build` makes.
+describe('the original contract [sqlite, npm start bundle]', () => {
+  before(() => {
+    execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'pipe' });
+  });
+  contract(serverForSuite({}, undefined, BUNDLE));
+});
 
 function contract(server: { readonly url: string }): void {
   it('GET /users on an empty store answers 200 {"data":[]}', async () => {

@@ -7,6 +7,9 @@ import { after, before } from 'node:test';
 import type { Backend, Database } from './backends.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
+export const SOURCE = ['--import', 'tsx', 'src/server.ts'] as const;
+/** What `npm start` runs, after `npm run build`. */
+export const BUNDLE = ['dist/server.mjs'] as const;
 
 export interface RunningServer {
   url: string;
@@ -35,8 +38,10 @@ export function startServer(
   timeoutMs = 20_000,
   /** A command to run the server under (e.g. strace and its flags); the PID is then the wrapper's. */
   wrapper: string[] = [],
+  /** Node's arguments: the TypeScript source by default, or the bundle `npm start` builds. */
+  entry: readonly string[] = SOURCE,
 ): Promise<RunningServer> {
-  const command = [...wrapper, process.execPath, '--import', 'tsx', 'src/server.ts'];
+  const command = [...wrapper, process.execPath, ...entry];
   const child: ChildProcess = spawn(command[0] as string, command.slice(1), {
     cwd: ROOT,
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
@@ -96,13 +101,22 @@ export function startServer(
  * Starts the server on a fresh database of the backend (SQLite unless given) before the enclosing
  * suite's tests and stops it after. Read `url` inside tests (it is known once the suite has started).
  */
-export function serverForSuite(env: Record<string, string> = {}, backend?: Backend): { readonly url: string } {
+export function serverForSuite(
+  env: Record<string, string> = {},
+  backend?: Backend,
+  entry: readonly string[] = SOURCE,
+): { readonly url: string } {
   const data = tempDir();
   let server: RunningServer | undefined;
   let database: Database | undefined;
   before(async () => {
     database = await backend?.fresh();
-    server = await startServer({ DATABASE_URL: database?.url ?? join(data.dir, 'users.db'), ...env });
+    server = await startServer(
+      { DATABASE_URL: database?.url ?? join(data.dir, 'users.db'), ...env },
+      20_000,
+      [],
+      entry,
+    );
   });
   after(async () => {
     await server?.stop();
