@@ -92,6 +92,24 @@ for (const backend of BACKENDS) {
         assert.equal(streamed.text, await expected(store));
         assert.equal(JSON.parse(streamed.text).data.length, inputs.length);
         assert.deepEqual(await read(await listing.get()), { text: streamed.text, cached: true });
+
+        // Changes inside kept chunks, at their edges, and appends across a chunk boundary.
+        const users = await store.list({});
+        const pick = (i: number) => (users[i] as { id: number }).id;
+        await Promise.all([
+          store.update(pick(0), { name: 'first, changed' }),
+          store.update(pick(999), { city: 'edge of the first chunk' }),
+          store.remove(pick(1000)),
+          store.update(pick(5555), { name: 'Ünïcødé ✓', age: 150 }),
+          store.remove(pick(12_344)),
+        ]);
+        for (let i = 0; i < 1200; i += 300) {
+          await Promise.all(inputs.slice(i, i + 300).map((input) => store.create(input)));
+        }
+        await store.remove(pick(1));
+        const changed = await read(await listing.get());
+        assert.equal(changed.cached, true);
+        assert.equal(changed.text, await expected(store));
       } finally {
         await store.close();
       }

@@ -1,27 +1,53 @@
 import { Readable } from 'node:stream';
-import type { Commit, User, UserStore } from '../store/store.ts';
+import type { Change, Commit, User, UserStore } from '../store/store.ts';
 
-const PAGE_SIZE = 5000;
-const HEAD = '{"data":[';
-const TAIL = ']}';
+const PAGE_SIZE = 1000;
+const HEAD = Buffer.from('{"data":[');
+const TAIL = Buffer.from(']}');
 
-/** A record as the default listing shows it (`name`, `age` as a string, `city`), serialized. */
-function recordJson(user: User): string {
-  return `{"name":${JSON.stringify(user.name)},"age":"${user.age}","city":${JSON.stringify(user.city)}}`;
+/**
+ * A record as the default listing shows it (`name`, `age` as a string, `city`), serialized with
+ * the comma that goes before it; the body drops the very first comma.
+ */
+function recordBytes(user: User): string {
+  return `,${JSON.stringify({ name: user.name, age: String(user.age), city: user.city })}`;
 }
 
-/** The index of `id` in the ascending `ids`, or -1. */
-function indexOf(ids: number[], id: number): number {
+/** Up to PAGE_SIZE records in id order, as bytes, and where each one starts. */
+interface Chunk {
+  ids: number[];
+  starts: number[];
+  bytes: Buffer;
+}
+
+function chunkOf(ids: number[], parts: string[]): Chunk {
+  const starts: number[] = [];
+  let at = 0;
+  for (const part of parts) {
+    starts.push(at);
+    at += Buffer.byteLength(part);
+  }
+  return { ids, starts, bytes: Buffer.from(parts.join('')) };
+}
+
+/** The records of a chunk as strings again, to change a few and rebuild it. */
+function partsOf(chunk: Chunk): string[] {
+  return chunk.starts.map((start, i) => chunk.bytes.toString('utf8', start, chunk.starts[i + 1] ?? chunk.bytes.length));
+}
+
+/** The index of the last element not above `id` in the ascending `values`, or -1. */
+function floorIndex(values: number[], id: number): number {
   let low = 0;
-  let high = ids.length - 1;
+  let high = values.length - 1;
+  let found = -1;
   while (low <= high) {
     const middle = (low + high) >>> 1;
-    const value = ids[middle] as number;
-    if (value === id) return middle;
-    if (value < id) low = middle + 1;
-    else high = middle - 1;
+    if ((values[middle] as number) <= id) {
+      found = middle;
+      low = middle + 1;
+    } else high = middle - 1;
   }
-  return -1;
+  return found;
 }
 
 export interface Listing {
@@ -32,17 +58,19 @@ export interface Listing {
 
 /**
  * The original contract's busiest answer, `GET /users` with no parameters, kept serialized in
- * memory. This process's own commits keep it current; every request still compares it with the
- * database's change version, so a write by another worker or instance is never missed. When it is
- * missing or stale, the listing streams from the database page by page (the first bytes leave
- * after one page), and is kept if nothing changed while it streamed.
+ * memory as chunks of bytes (compact, and no per-record objects for the garbage collector to walk).
+ * This process's own commits keep it current; every request still compares it with the database's
+ * change version, so a write by another worker or instance is never missed. When it is missing or
+ * stale, the listing streams from the database page by page (the first bytes leave after one
+ * page) and is kept if nothing changed while it streamed.
  */
 export class FullListing {
   readonly #store: UserStore;
-  /** The change version the records below show; -1 when there are none. */
+  /** The change version the chunks show; -1 when there are none. */
   #version = -1;
-  #ids: number[] = [];
-  #json: string[] = [];
+  #chunks: Chunk[] = [];
+  /** Records appended since the last chunk was sealed, in id order. */
+  #tail: { ids: number[]; parts: string[] } = { ids: [], parts: [] };
   #body: Buffer | undefined;
   #building = false;
   /** Set by any commit while a build streams: the build must not be kept. */
@@ -55,7 +83,7 @@ export class FullListing {
 
   async get(): Promise<Listing> {
     const version = await this.#store.version();
-    // The records here are a whole state at least as new as the one the database just reported.
+    // The chunks hold a whole state at least as new as the one the database just reported.
     if (this.#version >= version) return { version: this.#version, body: this.#wholeBody() };
     return { version, body: Readable.from(this.#stream(version)) };
   }
@@ -63,45 +91,81 @@ export class FullListing {
   #apply(commit: Commit): void {
     this.#changedDuringBuild = true;
     if (this.#version === -1) return;
-    if (commit.version !== this.#version + 1) return this.#forget();
-    for (const change of commit.changes) {
-      const id = change.kind === 'put' ? change.user.id : change.id;
-      const at = indexOf(this.#ids, id);
-      if (change.kind === 'delete') {
-        if (at !== -1) {
-          this.#ids.splice(at, 1);
-          this.#json.splice(at, 1);
-        }
-      } else if (at !== -1) {
-        this.#json[at] = recordJson(change.user);
-      } else if (id > (this.#ids.at(-1) ?? 0)) {
-        this.#ids.push(id);
-        this.#json.push(recordJson(change.user));
-      } else {
-        return this.#forget();
-      }
+    if (commit.version !== this.#version + 1 || !commit.changes.every((change) => this.#change(change))) {
+      return this.#forget();
     }
     this.#version = commit.version;
     this.#body = undefined;
   }
 
+  /** Applies one change; false when it cannot be placed (the copy is then dropped). */
+  #change(change: Change): boolean {
+    const id = change.kind === 'put' ? change.user.id : change.id;
+    if (change.kind === 'put' && id > this.#lastId()) {
+      this.#tail.ids.push(id);
+      this.#tail.parts.push(recordBytes(change.user));
+      return true;
+    }
+    this.#seal();
+    const at = floorIndex(
+      this.#chunks.map((chunk) => chunk.ids[0] as number),
+      id,
+    );
+    const chunk = this.#chunks[at];
+    const index = chunk === undefined ? -1 : chunk.ids.indexOf(id);
+    if (chunk === undefined || index === -1) return change.kind === 'delete';
+    const ids = [...chunk.ids];
+    const parts = partsOf(chunk);
+    if (change.kind === 'put') parts[index] = recordBytes(change.user);
+    else {
+      ids.splice(index, 1);
+      parts.splice(index, 1);
+    }
+    if (ids.length === 0) this.#chunks.splice(at, 1);
+    else this.#chunks[at] = chunkOf(ids, parts);
+    return true;
+  }
+
+  #lastId(): number {
+    return this.#tail.ids.at(-1) ?? this.#chunks.at(-1)?.ids.at(-1) ?? 0;
+  }
+
+  /** Moves appended records into chunks of at most PAGE_SIZE. */
+  #seal(): void {
+    const { ids, parts } = this.#tail;
+    if (ids.length === 0) return;
+    this.#tail = { ids: [], parts: [] };
+    const last = this.#chunks.at(-1);
+    if (last !== undefined && last.ids.length < PAGE_SIZE) {
+      this.#chunks.pop();
+      ids.unshift(...last.ids);
+      parts.unshift(...partsOf(last));
+    }
+    for (let i = 0; i < ids.length; i += PAGE_SIZE) {
+      this.#chunks.push(chunkOf(ids.slice(i, i + PAGE_SIZE), parts.slice(i, i + PAGE_SIZE)));
+    }
+  }
+
   #forget(): void {
     this.#version = -1;
-    this.#ids = [];
-    this.#json = [];
+    this.#chunks = [];
+    this.#tail = { ids: [], parts: [] };
     this.#body = undefined;
   }
 
   #wholeBody(): Buffer {
-    this.#body ??= Buffer.from(`${HEAD}${this.#json.join(',')}${TAIL}`);
+    if (this.#body !== undefined) return this.#body;
+    this.#seal();
+    const records = Buffer.concat(this.#chunks.map((chunk) => chunk.bytes));
+    // Every record carries its leading comma; the first one's is dropped.
+    this.#body = Buffer.concat([HEAD, records.subarray(records.length > 0 ? 1 : 0), TAIL]);
     return this.#body;
   }
 
-  async *#stream(version: number): AsyncGenerator<string> {
+  async *#stream(version: number): AsyncGenerator<Buffer> {
     // One build at a time is kept; other requests meanwhile stream without keeping.
     const keep = !this.#building;
-    const ids: number[] = [];
-    const json: string[] = [];
+    const chunks: Chunk[] = [];
     if (keep) {
       this.#building = true;
       this.#changedDuringBuild = false;
@@ -111,21 +175,22 @@ export class FullListing {
       let afterId = 0;
       for (;;) {
         const page = await this.#store.list({ afterId, limit: PAGE_SIZE });
-        const parts = page.map(recordJson);
-        if (parts.length > 0) yield `${afterId === 0 ? '' : ','}${parts.join(',')}`;
-        if (keep) {
-          for (const user of page) ids.push(user.id);
-          json.push(...parts);
+        if (page.length > 0) {
+          const chunk = chunkOf(
+            page.map((user) => user.id),
+            page.map(recordBytes),
+          );
+          yield afterId === 0 ? chunk.bytes.subarray(1) : chunk.bytes;
+          if (keep) chunks.push(chunk);
         }
         if (page.length < PAGE_SIZE) break;
         afterId = (page.at(-1) as User).id;
       }
       yield TAIL;
       if (keep && !this.#changedDuringBuild && (await this.#store.version()) === version) {
+        this.#forget();
         this.#version = version;
-        this.#ids = ids;
-        this.#json = json;
-        this.#body = undefined;
+        this.#chunks = chunks;
       }
     } finally {
       if (keep) this.#building = false;
