@@ -22,7 +22,7 @@ export interface AppDeps {
 
 /** The whole service, ready for requests; tests and the server build it the same way. */
 export async function buildApp(
-  config: Pick<Config, 'logLevel' | 'requestTimeoutMs'>,
+  config: Pick<Config, 'logLevel' | 'requestTimeoutMs' | 'listingCacheMb'>,
   deps: AppDeps,
 ): Promise<FastifyInstance> {
   const app = Fastify({
@@ -66,6 +66,6 @@ export async function buildApp(
 
   await registerDocs(app);
   registerHealthRoutes(app, deps.store);
-  registerUserRoutes(app, deps.store);
+  registerUserRoutes(app, deps.store, config.listingCacheMb * 1024 * 1024);
   return app;
 }

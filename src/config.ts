@@ -14,6 +14,7 @@ const ConfigSchema = Type.Object(
     REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 30_000 }),
     DATABASE_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 5000 }),
     DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+    LISTING_CACHE_MB: Type.Integer({ minimum: 0, maximum: 65_536, default: 256 }),
     WORKERS: Type.Union([Type.Integer({ minimum: 1, maximum: 256 }), Type.Literal('auto')], { default: 1 }),
   },
   { additionalProperties: false },
@@ -36,6 +37,8 @@ export interface Config {
   databaseTimeoutMs: number;
   /** PostgreSQL connections per process. */
   databasePoolSize: number;
+  /** The most memory the kept copy of the full listing may take; 0 keeps none. */
+  listingCacheMb: number;
   /** Processes serving the port. */
   workers: number;
 }
@@ -49,6 +52,7 @@ const FLAGS = {
   'request-timeout-ms': 'REQUEST_TIMEOUT_MS',
   'database-timeout-ms': 'DATABASE_TIMEOUT_MS',
   'database-pool-size': 'DATABASE_POOL_SIZE',
+  'listing-cache-mb': 'LISTING_CACHE_MB',
   workers: 'WORKERS',
 } as const satisfies Record<string, keyof RawConfig>;
 
@@ -58,6 +62,7 @@ const INTEGER_SETTINGS = new Set<string>([
   'REQUEST_TIMEOUT_MS',
   'DATABASE_TIMEOUT_MS',
   'DATABASE_POOL_SIZE',
+  'LISTING_CACHE_MB',
   'WORKERS',
 ]);
 /** Settings that also take a word instead of a number. */
@@ -125,6 +130,7 @@ export function loadConfig(env: Record<string, string | undefined>, argv: string
     requestTimeoutMs: valid.REQUEST_TIMEOUT_MS,
     databaseTimeoutMs: valid.DATABASE_TIMEOUT_MS,
     databasePoolSize: valid.DATABASE_POOL_SIZE,
+    listingCacheMb: valid.LISTING_CACHE_MB,
     workers,
   });
 }
@@ -145,6 +151,8 @@ function describe(name: string): string {
       return 'must be a whole number of milliseconds from 100 to 600000';
     case 'DATABASE_POOL_SIZE':
       return 'must be a whole number from 1 to 1000';
+    case 'LISTING_CACHE_MB':
+      return 'must be a whole number of megabytes from 0 to 65536';
     case 'WORKERS':
       return 'must be a whole number from 1 to 256, or auto (one per core)';
     default:

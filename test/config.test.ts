@@ -14,6 +14,7 @@ const DEFAULTS: Config = {
   requestTimeoutMs: 30_000,
   databaseTimeoutMs: 5000,
   databasePoolSize: 10,
+  listingCacheMb: 256,
   workers: 1,
 };
 
@@ -130,6 +131,8 @@ const validRows: ValidRow[] = [
     expected: { databaseTimeoutMs: 100, databasePoolSize: 1 },
   },
   { name: 'WORKERS=4', env: { WORKERS: '4' }, expected: { workers: 4 } },
+  { name: 'LISTING_CACHE_MB=0 keeps no copy', env: { LISTING_CACHE_MB: '0' }, expected: { listingCacheMb: 0 } },
+  { name: '--listing-cache-mb 1024', argv: ['--listing-cache-mb', '1024'], expected: { listingCacheMb: 1024 } },
   {
     name: '--workers 2 on PostgreSQL',
     argv: ['--workers', '2', '--database-url', 'postgres://h/db'],
@@ -174,6 +177,11 @@ const invalidRows: InvalidRow[] = [
     messages: [/DATABASE_TIMEOUT_MS/, /100/],
   },
   { name: 'DATABASE_POOL_SIZE=0', env: { DATABASE_POOL_SIZE: '0' }, messages: [/DATABASE_POOL_SIZE/, /1 to 1000/] },
+  {
+    name: 'LISTING_CACHE_MB above 65536',
+    env: { LISTING_CACHE_MB: '70000' },
+    messages: [/LISTING_CACHE_MB/, /megabytes/],
+  },
   { name: 'WORKERS=0', env: { WORKERS: '0' }, messages: [/WORKERS/, /1 to 256, or auto/] },
   { name: 'WORKERS=many', argv: ['--workers', 'many'], messages: [/WORKERS/, /"many"/] },
   {

@@ -16,7 +16,7 @@ describe('database faults', () => {
 
   before(async () => {
     const store = openSqliteStore(path, { busyTimeoutMs: 50 });
-    app = await buildApp({ logLevel: 'silent', requestTimeoutMs: 30_000 }, { store });
+    app = await buildApp({ logLevel: 'silent', requestTimeoutMs: 30_000, listingCacheMb: 256 }, { store });
     app.addHook('onClose', async () => store.close());
     other = new Database(path);
   });
@@ -44,7 +44,7 @@ describe('database faults', () => {
 
   it('requests that arrive while the app is closing answer 503 problem details', async () => {
     const store = openSqliteStore(':memory:');
-    const closing = await buildApp({ logLevel: 'silent', requestTimeoutMs: 30_000 }, { store });
+    const closing = await buildApp({ logLevel: 'silent', requestTimeoutMs: 30_000, listingCacheMb: 256 }, { store });
     // Holds the close half-way (after the app's own preClose hook) so a request can arrive meanwhile.
     let release = () => {};
     const held = new Promise<void>((resolve) => {

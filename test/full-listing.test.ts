@@ -43,7 +43,7 @@ for (const backend of BACKENDS) {
     it('streams first, then serves from memory, kept current by its own writes', async () => {
       const store = await openUrl(await fresh());
       try {
-        const listing = new FullListing(store);
+        const listing = new FullListing(store, 64 * 1024 * 1024);
         const empty = await read(await listing.get());
         assert.deepEqual(empty, { text: '{"data":[]}', cached: false });
         assert.deepEqual(await read(await listing.get()), { text: '{"data":[]}', cached: true });
@@ -64,7 +64,7 @@ for (const backend of BACKENDS) {
       const url = await fresh();
       const [mine, theirs] = await Promise.all([openUrl(url), openUrl(url)]);
       try {
-        const listing = new FullListing(mine);
+        const listing = new FullListing(mine, 64 * 1024 * 1024);
         await mine.create({ name: 'Ada', age: 36, city: 'London' });
         await read(await listing.get());
         assert.equal((await read(await listing.get())).cached, true);
@@ -79,6 +79,24 @@ for (const backend of BACKENDS) {
       }
     });
 
+    it('a listing larger than its memory budget is not kept, and streams every time', async () => {
+      const store = await openUrl(await fresh());
+      try {
+        await Promise.all(
+          Array.from({ length: 3000 }, (_, i) => store.create({ name: `name-${i}`, age: i % 151, city: 'c' })),
+        );
+        const listing = new FullListing(store, 50_000);
+        for (let i = 0; i < 3; i++) {
+          assert.deepEqual(await read(await listing.get()), { text: await expected(store), cached: false });
+        }
+        const none = new FullListing(store, 0);
+        await read(await none.get());
+        assert.equal((await read(await none.get())).cached, false);
+      } finally {
+        await store.close();
+      }
+    });
+
     it('streams listings longer than one page as one valid body', async () => {
       const store = await openUrl(await fresh());
       try {
@@ -86,7 +104,7 @@ for (const backend of BACKENDS) {
         for (let i = 0; i < inputs.length; i += 1000) {
           await Promise.all(inputs.slice(i, i + 1000).map((input) => store.create(input)));
         }
-        const listing = new FullListing(store);
+        const listing = new FullListing(store, 64 * 1024 * 1024);
         const streamed = await read(await listing.get());
         assert.equal(streamed.cached, false);
         assert.equal(streamed.text, await expected(store));

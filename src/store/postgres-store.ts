@@ -188,12 +188,15 @@ export class PostgresStore implements UserStore {
   }
 
   remove(id: number, precondition?: Precondition): Promise<WriteResult> {
-    return this.#write(async (client) => {
-      const current = await this.#checked(client, id, precondition);
-      if (!('id' in current)) return current;
-      await client.query({ name: 'users-delete', text: 'DELETE FROM users WHERE id = $1', values: [id] });
-      return { ok: true, user: current };
-    }, (result) => changeOf(result, true));
+    return this.#write(
+      async (client) => {
+        const current = await this.#checked(client, id, precondition);
+        if (!('id' in current)) return current;
+        await client.query({ name: 'users-delete', text: 'DELETE FROM users WHERE id = $1', values: [id] });
+        return { ok: true, user: current };
+      },
+      (result) => changeOf(result, true),
+    );
   }
 
   ping(): Promise<void> {

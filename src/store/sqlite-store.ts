@@ -152,12 +152,15 @@ export class SqliteStore implements UserStore {
   }
 
   remove(id: number, precondition?: Precondition): Promise<WriteResult> {
-    return this.#write(() => {
-      const current = this.#checked(id, precondition);
-      if (!('id' in current)) return current;
-      this.#delete.run(id);
-      return { ok: true, user: current };
-    }, (result) => changeOf(result, true));
+    return this.#write(
+      () => {
+        const current = this.#checked(id, precondition);
+        if (!('id' in current)) return current;
+        this.#delete.run(id);
+        return { ok: true, user: current };
+      },
+      (result) => changeOf(result, true),
+    );
   }
 
   #write<T>(work: () => T, changes: (value: T) => Change[]): Promise<T> {

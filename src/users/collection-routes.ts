@@ -10,10 +10,10 @@ import { envelope, selectedFields, userEtag } from './present.ts';
 import { FullInputQuery, InputBody, ListQuery, ReadHeaders, UsersEnvelope } from './schemas.ts';
 
 /** `GET /users` (all records, or filtered pages) and `POST /users`. */
-export function registerCollectionRoutes(app: FastifyInstance, store: UserStore): void {
+export function registerCollectionRoutes(app: FastifyInstance, store: UserStore, listingCacheBytes: number): void {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
   const preValidation = normalizeInput;
-  const fullListing = new FullListing(store);
+  const fullListing = new FullListing(store, listingCacheBytes);
 
   api.get(
     '/users',

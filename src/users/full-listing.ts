@@ -2,6 +2,8 @@ import { Readable } from 'node:stream';
 import type { Change, Commit, User, UserStore } from '../store/store.ts';
 
 const PAGE_SIZE = 1000;
+/** Up to this size the kept listing is also held as one buffer, the fastest thing to send. */
+const WHOLE_BODY_BYTES = 16 * 1024 * 1024;
 const HEAD = Buffer.from('{"data":[');
 const TAIL = Buffer.from(']}');
 
@@ -66,6 +68,9 @@ export interface Listing {
  */
 export class FullListing {
   readonly #store: UserStore;
+  /** The most bytes of records kept; a larger listing streams from the database every time. */
+  readonly #maxBytes: number;
+  #bytes = 0;
   /** The change version the chunks show; -1 when there are none. */
   #version = -1;
   #chunks: Chunk[] = [];
@@ -76,15 +81,16 @@ export class FullListing {
   /** Set by any commit while a build streams: the build must not be kept. */
   #changedDuringBuild = false;
 
-  constructor(store: UserStore) {
+  constructor(store: UserStore, maxBytes: number) {
     this.#store = store;
+    this.#maxBytes = maxBytes;
     store.onCommit((commit) => this.#apply(commit));
   }
 
   async get(): Promise<Listing> {
     const version = await this.#store.version();
     // The chunks hold a whole state at least as new as the one the database just reported.
-    if (this.#version >= version) return { version: this.#version, body: this.#wholeBody() };
+    if (this.#version >= version) return { version: this.#version, body: this.#keptBody() };
     return { version, body: Readable.from(this.#stream(version)) };
   }
 
@@ -94,6 +100,7 @@ export class FullListing {
     if (commit.version !== this.#version + 1 || !commit.changes.every((change) => this.#change(change))) {
       return this.#forget();
     }
+    if (this.#bytes > this.#maxBytes) return this.#forget();
     this.#version = commit.version;
     this.#body = undefined;
   }
@@ -102,8 +109,10 @@ export class FullListing {
   #change(change: Change): boolean {
     const id = change.kind === 'put' ? change.user.id : change.id;
     if (change.kind === 'put' && id > this.#lastId()) {
+      const part = recordBytes(change.user);
       this.#tail.ids.push(id);
-      this.#tail.parts.push(recordBytes(change.user));
+      this.#tail.parts.push(part);
+      this.#bytes += Buffer.byteLength(part);
       return true;
     }
     this.#seal();
@@ -121,8 +130,13 @@ export class FullListing {
       ids.splice(index, 1);
       parts.splice(index, 1);
     }
+    this.#bytes -= chunk.bytes.length;
     if (ids.length === 0) this.#chunks.splice(at, 1);
-    else this.#chunks[at] = chunkOf(ids, parts);
+    else {
+      const rebuilt = chunkOf(ids, parts);
+      this.#chunks[at] = rebuilt;
+      this.#bytes += rebuilt.bytes.length;
+    }
     return true;
   }
 
@@ -151,21 +165,25 @@ export class FullListing {
     this.#chunks = [];
     this.#tail = { ids: [], parts: [] };
     this.#body = undefined;
+    this.#bytes = 0;
   }
 
-  #wholeBody(): Buffer {
+  /** The kept listing: one buffer while small, else its chunks in turn (no copy). */
+  #keptBody(): Buffer | Readable {
     if (this.#body !== undefined) return this.#body;
     this.#seal();
-    const records = Buffer.concat(this.#chunks.map((chunk) => chunk.bytes));
     // Every record carries its leading comma; the first one's is dropped.
-    this.#body = Buffer.concat([HEAD, records.subarray(records.length > 0 ? 1 : 0), TAIL]);
+    const parts = [HEAD, ...this.#chunks.map((chunk, i) => (i === 0 ? chunk.bytes.subarray(1) : chunk.bytes)), TAIL];
+    if (this.#bytes > WHOLE_BODY_BYTES) return Readable.from(parts);
+    this.#body = Buffer.concat(parts);
     return this.#body;
   }
 
   async *#stream(version: number): AsyncGenerator<Buffer> {
     // One build at a time is kept; other requests meanwhile stream without keeping.
-    const keep = !this.#building;
+    let keep = !this.#building;
     const chunks: Chunk[] = [];
+    let bytes = 0;
     if (keep) {
       this.#building = true;
       this.#changedDuringBuild = false;
@@ -181,7 +199,14 @@ export class FullListing {
             page.map(recordBytes),
           );
           yield afterId === 0 ? chunk.bytes.subarray(1) : chunk.bytes;
-          if (keep) chunks.push(chunk);
+          bytes += chunk.bytes.length;
+          if (keep && bytes <= this.#maxBytes) chunks.push(chunk);
+          else if (keep) {
+            // Too large to keep: stream every time instead.
+            keep = false;
+            chunks.length = 0;
+            this.#building = false;
+          }
         }
         if (page.length < PAGE_SIZE) break;
         afterId = (page.at(-1) as User).id;
@@ -191,6 +216,7 @@ export class FullListing {
         this.#forget();
         this.#version = version;
         this.#chunks = chunks;
+        this.#bytes = bytes;
       }
     } finally {
       if (keep) this.#building = false;

@@ -5,8 +5,8 @@ import { registerCollectionRoutes } from './collection-routes.ts';
 import { registerItemRoutes } from './item-routes.ts';
 
 /** The users API: `GET|POST /users` and `GET|HEAD|PUT|PATCH|DELETE /users/:id`; other methods answer 405. */
-export function registerUserRoutes(app: FastifyInstance, store: UserStore): void {
-  registerCollectionRoutes(app, store);
+export function registerUserRoutes(app: FastifyInstance, store: UserStore, listingCacheBytes: number): void {
+  registerCollectionRoutes(app, store, listingCacheBytes);
   registerItemRoutes(app, store);
   allowOnly(app, '/users', ['GET', 'POST']);
   allowOnly(app, '/users/:id', ['GET', 'PUT', 'PATCH', 'DELETE']);
