@@ -4,7 +4,7 @@ import { registerBodyParsers } from './http/body-parsers.ts';
 import { registerConditionalGet } from './http/conditional.ts';
 import { clientErrorHandler, frameworkErrors, refuseExpectation, registerErrorHandlers } from './http/errors.ts';
 import { HttpError } from './http/problem.ts';
-import { loggerOptions, requestId } from './http/logging.ts';
+import { loggerOptions, registerAccessLog, requestId } from './http/logging.ts';
 import { registerAllMethods } from './http/methods.ts';
 import { paramErrors, parseParams } from './http/query-string.ts';
 import { createValidatorCompiler, invalidInput } from './http/validation.ts';
@@ -29,7 +29,7 @@ export async function buildApp(
     logger: loggerOptions(config.logLevel, new Set(Object.keys(RULES))),
     genReqId: requestId,
     requestIdHeader: false,
-    logController: new LogController({ requestIdLogLabel: 'requestId' }),
+    logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
     routerOptions: { querystringParser: parseParams, maxParamLength: 65_536 },
     frameworkErrors,
@@ -60,6 +60,7 @@ export async function buildApp(
     if (early.length > 0 && request.routeOptions.schema?.querystring === undefined) throw invalidInput(early);
   });
 
+  registerAccessLog(app);
   registerErrorHandlers(app);
   app.server.on('checkExpectation', refuseExpectation);
   registerConditionalGet(app);

@@ -82,7 +82,10 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
   reply.header('x-request-id', request.id);
   void sendProblem(reply, toProblem(httpError));
   // These requests skip the hooks that normally log the outcome.
-  request.log.info({ res: { statusCode: httpError.status }, problem: httpError.code }, 'request completed');
+  request.log.info(
+    { req: request, res: { statusCode: httpError.status }, problem: httpError.code },
+    'request completed',
+  );
 }
 
 /** Node's answer to an Expect header other than 100-continue, as a problem instead of an empty 417. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { FastifyServerOptions } from 'fastify';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { LogLevel } from '../config.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -42,4 +42,18 @@ export function loggerOptions(level: LogLevel, knownNames: ReadonlySet<string>):
       res: (reply: { statusCode: number }) => ({ statusCode: reply.statusCode }),
     },
   };
+}
+
+/**
+ * One line per request, when its answer has gone: method, redacted URL, status and time taken.
+ * (Fastify's own request logging writes two lines a request, which costs a measurable share of a
+ * fast request.) A request the client abandons gets a line too.
+ */
+export function registerAccessLog(app: FastifyInstance): void {
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
+  });
+  app.addHook('onRequestAbort', async (request) => {
+    request.log.info({ req: request }, 'request aborted by the client');
+  });
 }
