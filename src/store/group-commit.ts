@@ -17,6 +17,12 @@ interface Job {
 export class GroupCommit {
   readonly #db: Database;
   readonly #bump: Statement<[], { version: number }>;
+  // Prepared once: exec() would parse each of these again for every write.
+  readonly #begin: Statement;
+  readonly #commit: Statement;
+  readonly #savepoint: Statement;
+  readonly #release: Statement;
+  readonly #rollbackTo: Statement;
   readonly #onCommit: (commit: Commit) => void;
   #pending: Job[] = [];
   #scheduled = false;
@@ -25,6 +31,11 @@ export class GroupCommit {
     this.#db = db;
     this.#onCommit = onCommit;
     this.#bump = db.prepare('UPDATE store_version SET version = version + 1 RETURNING version');
+    this.#begin = db.prepare('BEGIN IMMEDIATE');
+    this.#commit = db.prepare('COMMIT');
+    this.#savepoint = db.prepare('SAVEPOINT job');
+    this.#release = db.prepare('RELEASE job');
+    this.#rollbackTo = db.prepare('ROLLBACK TO job');
   }
 
   run<T>(work: () => T, changes: (value: T) => Change[]): Promise<T> {
@@ -50,20 +61,20 @@ export class GroupCommit {
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
     let version: number;
     try {
-      this.#db.exec('BEGIN IMMEDIATE');
+      this.#begin.run();
       version = (this.#bump.get() as { version: number }).version;
       for (const job of jobs) {
-        this.#db.exec('SAVEPOINT job');
+        this.#savepoint.run();
         try {
           outcomes.push({ ok: true, value: job.work() });
-          this.#db.exec('RELEASE job');
+          this.#release.run();
         } catch (error) {
-          this.#db.exec('ROLLBACK TO job');
-          this.#db.exec('RELEASE job');
+          this.#rollbackTo.run();
+          this.#release.run();
           outcomes.push({ ok: false, error });
         }
       }
-      this.#db.exec('COMMIT');
+      this.#commit.run();
     } catch (error) {
       if (this.#db.inTransaction) this.#db.exec('ROLLBACK');
       for (const job of jobs) job.reject(error);
