@@ -18,7 +18,7 @@ for (const backend of BACKENDS) {
 // And once as `npm start` runs it: the bundle that `npm run build` makes.
 describe('the original contract [sqlite, npm start bundle]', () => {
   before(() => {
-    execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'pipe' });
+    execFileSync(process.execPath, ['scripts/build.mjs', ...BUNDLE], { stdio: 'pipe' });
   });
   contract(serverForSuite({}, undefined, BUNDLE));
 });

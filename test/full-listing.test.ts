@@ -79,6 +79,21 @@ for (const backend of BACKENDS) {
       }
     });
 
+    it('requests that come while the copy is being built wait for it instead of reading the table again', async () => {
+      const store = await openUrl(await fresh());
+      try {
+        await Promise.all(Array.from({ length: 2500 }, (_, i) => store.create({ name: `n${i}`, age: 1, city: 'c' })));
+        const listing = new FullListing(store, 64 * 1024 * 1024);
+        const building = read(await listing.get());
+        await new Promise((resolve) => setImmediate(resolve));
+        const [first, ...others] = await Promise.all([building, read(await listing.get()), read(await listing.get())]);
+        assert.equal(first?.cached, false);
+        for (const other of others) assert.deepEqual(other, { text: first?.text, cached: true });
+      } finally {
+        await store.close();
+      }
+    });
+
     it('a listing larger than its memory budget is not kept, and streams every time', async () => {
       const store = await openUrl(await fresh());
       try {

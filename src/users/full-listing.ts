@@ -4,6 +4,8 @@ import type { Change, Commit, User, UserStore } from '../store/store.ts';
 const PAGE_SIZE = 1000;
 /** Up to this size the kept listing is also held as one buffer, the fastest thing to send. */
 const WHOLE_BODY_BYTES = 16 * 1024 * 1024;
+/** How long a request waits for a build in progress before it streams the listing itself. */
+const BUILD_WAIT_MS = 2000;
 const HEAD = Buffer.from('{"data":[');
 const TAIL = Buffer.from(']}');
 
@@ -78,6 +80,9 @@ export class FullListing {
   #tail: { ids: number[]; parts: string[] } = { ids: [], parts: [] };
   #body: Buffer | undefined;
   #building = false;
+  /** Settles when the build in progress ends. */
+  #built: Promise<void> = Promise.resolve();
+  #buildEnded: () => void = () => undefined;
   /** Set by any commit while a build streams: the build must not be kept. */
   #changedDuringBuild = false;
 
@@ -88,7 +93,15 @@ export class FullListing {
   }
 
   async get(): Promise<Listing> {
-    const version = await this.#store.version();
+    let version = await this.#store.version();
+    if (this.#version < version && this.#building) {
+      // Many requests for a missing copy would each read the whole table; let one build it. A
+      // build is paced by its own client, so a slow one is not waited for long.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.#built, new Promise((resolve) => (timer = setTimeout(resolve, BUILD_WAIT_MS)))]);
+      clearTimeout(timer);
+      version = await this.#store.version();
+    }
     // The chunks hold a whole state at least as new as the one the database just reported.
     if (this.#version >= version) return { version: this.#version, body: this.#keptBody() };
     return { version, body: Readable.from(this.#stream(version)) };
@@ -187,6 +200,7 @@ export class FullListing {
     if (keep) {
       this.#building = true;
       this.#changedDuringBuild = false;
+      this.#built = new Promise((resolve) => (this.#buildEnded = resolve));
     }
     try {
       yield HEAD;
@@ -205,7 +219,7 @@ export class FullListing {
             // Too large to keep: stream every time instead.
             keep = false;
             chunks.length = 0;
-            this.#building = false;
+            this.#endBuild();
           }
         }
         if (page.length < PAGE_SIZE) break;
@@ -219,7 +233,12 @@ export class FullListing {
         this.#bytes = bytes;
       }
     } finally {
-      if (keep) this.#building = false;
+      if (keep) this.#endBuild();
     }
+  }
+
+  #endBuild(): void {
+    this.#building = false;
+    this.#buildEnded();
   }
 }

@@ -8,8 +8,8 @@ import type { Backend, Database } from './backends.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 export const SOURCE = ['--import', 'tsx', 'src/server.ts'] as const;
-/** What `npm start` runs, after `npm run build`. */
-export const BUNDLE = ['dist/server.mjs'] as const;
+/** What `npm start` runs, built by the tests into .tmp/ (scripts/build.mjs) to leave dist/ alone. */
+export const BUNDLE = ['.tmp/test-bundle/server.mjs'] as const;
 
 export interface RunningServer {
   url: string;
