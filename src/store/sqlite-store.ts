@@ -67,6 +67,9 @@ export function openSqliteStore(path: string, options: { busyTimeoutMs?: number 
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
     db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5000)}`);
+    // 32 MiB of page cache (the default is 2 MiB): reads of random records in a large table then
+    // mostly skip the system call into the OS's cache. It is filled only as pages are read.
+    db.pragma('cache_size = -32768');
     migrate(db);
     return new SqliteStore(db);
   } catch (error) {
