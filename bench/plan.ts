@@ -1,0 +1,107 @@
+import type { SystemId } from './systems.ts';
+import type { WorkloadName } from './workloads.ts';
+
+/** What to do with one system at one record count; workloads run in this order (writes last). */
+export interface StageStep {
+  system: SystemId;
+  workloads: WorkloadName[];
+  /** One `GET /users` read to the end, timed, with the server's peak memory. */
+  fullListing?: boolean;
+}
+
+export interface Stage {
+  records: number;
+  steps: StageStep[];
+}
+
+export interface Timing {
+  warmupMs: number;
+  durationMs: number;
+  /** Slow workloads (a few answers a second) are measured longer, up to maxDurationMs, to get this many answers. */
+  minResponses: number;
+  maxDurationMs: number;
+  connections: number;
+}
+
+const EVERYTHING: WorkloadName[] = ['list', 'read', 'mix', 'create'];
+const SERVICE: SystemId[] = ['sqlite', 'postgres'];
+
+const forService = (workloads: WorkloadName[], fullListing = false): StageStep[] =>
+  SERVICE.map((system) => ({ system, workloads, fullListing }));
+
+/**
+ * The full plan: every system at 1k; the record-dependent ones at 10k and 100k; the service, the
+ * naive baseline and ceiling B at 1M. json-server stops at 100k for reads and 10k for creates,
+ * since each of its writes rewrites its whole file. Ceiling A does not depend on records: once.
+ */
+const FULL: Stage[] = [
+  {
+    records: 1_000,
+    steps: [
+      { system: 'ceiling-a', workloads: EVERYTHING },
+      { system: 'ceiling-b', workloads: ['list'] },
+      { system: 'naive', workloads: EVERYTHING },
+      { system: 'json-server', workloads: EVERYTHING },
+      ...forService(EVERYTHING),
+    ],
+  },
+  {
+    records: 10_000,
+    steps: [
+      { system: 'ceiling-b', workloads: ['list'] },
+      { system: 'naive', workloads: ['list', 'read', 'create'] },
+      { system: 'json-server', workloads: ['list', 'read', 'create'] },
+      ...forService(['list', 'read', 'create']),
+    ],
+  },
+  {
+    records: 100_000,
+    steps: [
+      { system: 'ceiling-b', workloads: ['list'] },
+      { system: 'naive', workloads: ['list', 'read', 'create'] },
+      { system: 'json-server', workloads: ['list', 'read'] },
+      ...forService(['list', 'read', 'create']),
+    ],
+  },
+  {
+    records: 1_000_000,
+    steps: [
+      { system: 'ceiling-b', workloads: [], fullListing: true },
+      { system: 'naive', workloads: ['read', 'create'], fullListing: true },
+      ...forService(['read', 'create'], true),
+    ],
+  },
+];
+
+/** The quick pass: only the runs the targets need, with short runs. */
+const QUICK: Stage[] = [
+  {
+    records: 1_000,
+    steps: [
+      { system: 'ceiling-a', workloads: ['read', 'create'] },
+      { system: 'naive', workloads: ['create'] },
+      ...forService(['read', 'create']),
+    ],
+  },
+  {
+    records: 10_000,
+    steps: [{ system: 'json-server', workloads: ['create'] }, ...forService(['create'])],
+  },
+  {
+    records: 100_000,
+    steps: [{ system: 'ceiling-b', workloads: ['list'] }, ...forService(['list'])],
+  },
+  { records: 1_000_000, steps: forService(['read', 'create'], true) },
+];
+
+export function plan(quick: boolean): { stages: Stage[]; timing: Timing } {
+  return quick
+    ? {
+        stages: QUICK,
+        timing: { warmupMs: 400, durationMs: 1_200, minResponses: 20, maxDurationMs: 2_500, connections: 10 },
+      }
+    : {
+        stages: FULL,
+        timing: { warmupMs: 1_000, durationMs: 3_000, minResponses: 20, maxDurationMs: 10_000, connections: 10 },
+      };
+}

@@ -1,0 +1,126 @@
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { freePort, killStarted, startChild } from './child-server.ts';
+import { pinCpus } from './cpu-pinning.ts';
+import { runLoad } from './load.ts';
+import { type PostgresCluster, seedPostgres, startPostgres } from './postgres.ts';
+import { waitIdle } from './proc-stats.ts';
+import { type TimeShare, summariseProfile } from './profile-summary.ts';
+import { seedSqlite } from './seed-files.ts';
+import { storeCounters } from './store-counters.ts';
+import { type WorkloadName, workloadRequests } from './workloads.ts';
+
+// Profiles the service, run from source, under the create, list-100k and read-one workloads:
+// node --import tsx bench/profile.ts [--store sqlite|postgres] [--seconds 8] [--out /tmp/prof] [--top 25]
+const ROOT = new URL('..', import.meta.url).pathname;
+const { values } = parseArgs({
+  options: {
+    store: { type: 'string', default: 'sqlite' },
+    seconds: { type: 'string', default: '8' },
+    out: { type: 'string', default: '/tmp/prof' },
+    top: { type: 'string', default: '25' },
+  },
+});
+const seconds = Math.min(60, Math.max(1, Number(values.seconds)));
+const top = Number(values.top);
+const CASES: Array<{ workload: WorkloadName; records: number }> = [
+  { workload: 'create', records: 1_000 },
+  { workload: 'list', records: 100_000 },
+  { workload: 'read', records: 1_000 },
+];
+const print = (text: string) => process.stdout.write(text);
+const line = (entry: TimeShare, width: number) =>
+  `  ${(entry.share * 100).toFixed(1).padStart(5)}%  ${entry.name.padEnd(width)} ${entry.where}\n`;
+
+const workDir = mkdtempSync(join(tmpdir(), 'user-records-profile-'));
+let cluster: PostgresCluster | undefined;
+process.once('exit', () => {
+  killStarted();
+  rmSync(workDir, { recursive: true, force: true });
+});
+
+/** A seeded database for one case: a fresh SQLite file, or the one PostgreSQL database refilled. */
+async function database(workload: WorkloadName, records: number): Promise<string> {
+  if (values.store !== 'postgres') {
+    const file = join(workDir, `${workload}.db`);
+    await seedSqlite(file, records);
+    return file;
+  }
+  if (cluster === undefined) {
+    const started = await startPostgres(ROOT);
+    if (typeof started === 'string') throw new Error(`no PostgreSQL: ${started}`);
+    cluster = started;
+  }
+  // The service creates its schema on first start; seeding needs it.
+  const port = await freePort();
+  const env = { PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: cluster.url, LOG_LEVEL: 'warn' };
+  const argv = [process.execPath, '--import', 'tsx', 'src/server.ts'];
+  await (await startChild({ argv, env, cwd: ROOT, readyPath: '/readyz' }, port)).stop();
+  await seedPostgres(cluster.url, records);
+  return cluster.url;
+}
+
+async function profileCase(workload: WorkloadName, records: number, serverPrefix: string[]): Promise<void> {
+  const profileDir = join(values.out ?? '/tmp/prof', `${values.store}-${workload}-${records}`);
+  rmSync(profileDir, { recursive: true, force: true });
+  mkdirSync(profileDir, { recursive: true });
+  const databaseUrl = await database(workload, records);
+  const port = await freePort();
+  const server = await startChild(
+    {
+      argv: [process.execPath, '--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--import', 'tsx', 'src/server.ts'],
+      env: { PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WORKERS: '1' },
+      cwd: ROOT,
+      readyPath: '/healthz',
+    },
+    port,
+    serverPrefix,
+  );
+  const before = await storeCounters(databaseUrl);
+  const result = await runLoad({
+    url: server.url,
+    requests: () => workloadRequests(workload, records, 'query'),
+    connections: 10,
+    warmupMs: 500,
+    durationMs: seconds * 1000,
+    minResponses: 1,
+    maxDurationMs: seconds * 1000,
+    pid: server.pid,
+  });
+  // The profile is written when the process exits after a graceful stop; give it time to finish.
+  await waitIdle(server.pid);
+  const after = await storeCounters(databaseUrl);
+  await server.stop(30_000);
+  print(`\n== ${values.store} ${workload} @ ${records} records: ${Math.round(result.requestsPerSecond)} req/s, `);
+  print(`p99 ${result.p99Ms.toFixed(2)} ms, errors ${result.errors + result.non2xx}\n`);
+  if (workload === 'create' && before !== undefined && after !== undefined && after.commits > before.commits) {
+    // Every write transaction raises store_version once, so this is the group commit's mean batch.
+    const writes = after.records - before.records;
+    print(
+      `${writes} writes in ${after.commits - before.commits} commits: ${(writes / (after.commits - before.commits)).toFixed(2)} writes a commit\n`,
+    );
+  }
+  // Node names them CPU.<date>.<time>.<pid>.<thread>.<n>; thread 0 is the main one (tsx adds a loader thread).
+  const file = readdirSync(profileDir).find((name) => /\.\d+\.0\.\d+\.cpuprofile$/.test(name));
+  if (file === undefined) return void print(`no profile written in ${profileDir}\n`);
+  const summary = summariseProfile(join(profileDir, file), ROOT);
+  const busy = (summary.totalMs - summary.idleMs) / 1000;
+  print(`${join(profileDir, file)}: ${(summary.totalMs / 1000).toFixed(1)} s sampled, busy ${busy.toFixed(1)} s; `);
+  print('shares are of busy time\nby area (self):\n');
+  for (const entry of summary.areas.slice(0, 10)) print(line(entry, 0));
+  print('top self time:\n');
+  for (const entry of summary.self.slice(0, top)) print(line(entry, 40));
+  print('src/ functions, inclusive:\n');
+  for (const entry of summary.inclusive.slice(0, 12)) print(line(entry, 40));
+}
+
+try {
+  // The cluster starts before pinning, so PostgreSQL is not confined to the generator's CPU.
+  if (values.store === 'postgres') await database('read', 0);
+  const pinning = pinCpus(true);
+  for (const { workload, records } of CASES) await profileCase(workload, records, pinning.serverPrefix);
+} finally {
+  await cluster?.stop();
+}

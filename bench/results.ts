@@ -1,0 +1,59 @@
+import type { FullListing } from './full-listing.ts';
+import type { LoadResult } from './load.ts';
+import type { SystemId } from './systems.ts';
+import type { WorkloadName } from './workloads.ts';
+
+/** One load run: a system at a record count under one workload. */
+export interface RunRecord extends LoadResult {
+  system: SystemId;
+  records: number;
+  workload: WorkloadName;
+  /** 2 when the first run was disturbed by other processes and run again (the calmer one is kept). */
+  attempts: number;
+}
+
+/** One start of a system at a record count, and what was measured outside the load runs. */
+export interface StageRecord {
+  system: SystemId;
+  records: number;
+  startupMs?: number;
+  rssAtRestMB?: number;
+  fullListing?: FullListing & { expectedBytes?: number };
+  /** Sanity checks of the answers; a failed one is printed with the results. */
+  problems: string[];
+}
+
+export interface TargetResult {
+  id: string;
+  system: SystemId;
+  /** Where the target applies: a workload, or what is measured outside the load runs, at a record count. */
+  measure: WorkloadName | 'at rest' | 'full listing';
+  records: number;
+  description: string;
+  /** The measured ratio or value, formatted. */
+  measured: string;
+  pass: boolean | undefined;
+  note?: string;
+}
+
+export interface BenchResults {
+  meta: {
+    date: string;
+    mode: 'quick' | 'full';
+    node: string;
+    cpus: number;
+    pinning: string;
+    service: string;
+    warmupMs: number;
+    durationMs: number;
+    minResponses: number;
+    maxDurationMs: number;
+    connections: number;
+    totalSeconds: number;
+    labels: Record<string, string>;
+  };
+  runs: RunRecord[];
+  stages: StageRecord[];
+  skipped: string[];
+  targets: TargetResult[];
+}

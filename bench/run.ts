@@ -1,0 +1,130 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { freePort, killStarted, startChild } from './child-server.ts';
+import { pinCpus } from './cpu-pinning.ts';
+import { printable, writeResults } from './output.ts';
+import { plan } from './plan.ts';
+import { type PostgresCluster, startPostgres } from './postgres.ts';
+import type { BenchResults, RunRecord, StageRecord } from './results.ts';
+import { runStage } from './stage.ts';
+import { type ServiceEntry, buildService } from './service-build.ts';
+import { systems, userRecords } from './systems.ts';
+import { evaluateTargets, short } from './targets.ts';
+
+// npm run bench [-- --quick] [-- --no-pin]: starts every system in turn on 127.0.0.1, loads it with
+// autocannon from this process, prints one table with ratios and PASS/FAIL per target, and writes
+// bench/results/latest.json, latest.md and throughput.svg. Temp data lives in a mkdtemp dir, removed at the end.
+const ROOT = new URL('..', import.meta.url).pathname;
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+const { values: flags } = parseArgs({
+  options: { quick: { type: 'boolean', default: false }, 'no-pin': { type: 'boolean', default: false } },
+});
+const quick = flags.quick === true;
+const { stages, timing } = plan(quick);
+// Far above a normal run (about 1 min quick, 4 to 5 min full): only a hung system can reach it.
+const DEADLINE_MS = (quick ? 6 : 20) * 60_000;
+
+const workDir = mkdtempSync(join(tmpdir(), 'user-records-bench-'));
+let cluster: PostgresCluster | undefined;
+const cleanUp = () => {
+  killStarted();
+  rmSync(workDir, { recursive: true, force: true });
+};
+process.once('exit', cleanUp);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    log(`\n${signal}: stopping every server this bench started`);
+    void (cluster?.stop() ?? Promise.resolve()).finally(() => process.exit(130));
+  });
+}
+const watchdog = setTimeout(() => {
+  log(`bench: still running after ${DEADLINE_MS / 60_000} min; giving up`);
+  void (cluster?.stop() ?? Promise.resolve()).finally(() => process.exit(1));
+}, DEADLINE_MS);
+watchdog.unref();
+
+/** PostgreSQL joins when the cluster helper exists and the service accepts its URL (it then creates its schema). */
+async function postgresUrl(service: ServiceEntry, skipped: string[]): Promise<string | undefined> {
+  const started = await startPostgres(ROOT);
+  if (typeof started === 'string') {
+    skipped.push(`user-records (PostgreSQL): ${started}`);
+    return undefined;
+  }
+  cluster = started;
+  const port = await freePort();
+  try {
+    const launch = { ...userRecords(ROOT, service, started.url, port), readyPath: '/readyz' };
+    const probe = await startChild(launch, port, [], 30_000);
+    await probe.stop();
+    return started.url;
+  } catch (error) {
+    const reason = (error as Error).message.split('\n').slice(1).join(' ').trim();
+    skipped.push(`user-records (PostgreSQL): the service does not accept DATABASE_URL=postgres://… yet (${reason})`);
+    return undefined;
+  }
+}
+
+async function main(): Promise<void> {
+  const began = performance.now();
+  const skipped: string[] = [];
+  log(`user-records bench (${quick ? 'quick' : 'full'}): temp data in ${workDir}`);
+  // The cluster starts before this process is pinned, so PostgreSQL's own processes are not confined to one CPU.
+  const service = buildService(ROOT, workDir);
+  log(service.note);
+  const pgUrl = await postgresUrl(service, skipped);
+  for (const line of skipped) log(`skipped: ${line}`);
+  const pinning = pinCpus(flags['no-pin'] !== true);
+  log(pinning.note);
+  const specs = systems(ROOT, service, pgUrl);
+  const runs: RunRecord[] = [];
+  const stageRecords: StageRecord[] = [];
+  for (const stage of stages) {
+    for (const step of stage.steps) {
+      const spec = specs.find((s) => s.id === step.system);
+      if (spec === undefined) continue;
+      log(`[${short(stage.records)}] ${spec.label}`);
+      try {
+        const done = await runStage({ workDir, pinning, timing, log }, spec, stage.records, step);
+        runs.push(...done.runs);
+        stageRecords.push(done.stage);
+        for (const problem of done.stage.problems) log(`  PROBLEM: ${problem}`);
+      } catch (error) {
+        const message = (error as Error).message;
+        log(`  PROBLEM: ${message}`);
+        stageRecords.push({ system: spec.id, records: stage.records, problems: [message] });
+      }
+    }
+  }
+  const results: BenchResults = {
+    meta: {
+      date: new Date().toISOString(),
+      mode: quick ? 'quick' : 'full',
+      node: process.version,
+      cpus: cpus().length, // the machine's, not this pinned process's
+      pinning: pinning.note,
+      service: service.note,
+      ...timing,
+      totalSeconds: (performance.now() - began) / 1000,
+      labels: Object.fromEntries(specs.map((spec) => [spec.id, spec.label])),
+    },
+    runs,
+    stages: stageRecords,
+    skipped,
+    targets: evaluateTargets(runs, stageRecords),
+  };
+  const files = writeResults(results, join(ROOT, 'bench/results'));
+  log(`\n${printable(results)}\n`);
+  log(
+    `written: ${files.map((file) => file.slice(ROOT.length)).join(', ')} (${Math.round(results.meta.totalSeconds)} s)`,
+  );
+}
+
+try {
+  await main();
+} finally {
+  await cluster?.stop();
+  cleanUp();
+}

@@ -1,0 +1,32 @@
+import { writeFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { openSqliteStore } from '../src/store/sqlite-store.ts';
+import { seedRecord } from './seed-data.ts';
+
+/** An SQLite file with the service's schema and `count` records, inserted in one transaction. */
+export async function seedSqlite(path: string, count: number): Promise<void> {
+  // The service's own code creates the schema, so the bench cannot drift from its migrations.
+  await openSqliteStore(path).close();
+  const db = new Database(path);
+  try {
+    const insert = db.prepare('INSERT INTO users (name, age, city, created_at, updated_at) VALUES (?, ?, ?, ?, ?)');
+    const now = Date.now();
+    db.transaction(() => {
+      for (let i = 1; i <= count; i++) {
+        const record = seedRecord(i);
+        insert.run(record.name, Number(record.age), record.city, now, now);
+      }
+      // Count the seeding as one write transaction, as the service does for its own (when it keeps that count).
+      const counted = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'store_version'").get();
+      if (counted !== undefined) db.exec('UPDATE store_version SET version = version + 1');
+    })();
+  } finally {
+    db.close();
+  }
+}
+
+/** json-server's db.json with the same records under `users`, ids 1..count. */
+export function seedJsonServer(path: string, count: number): void {
+  const users = Array.from({ length: count }, (_, i) => ({ id: i + 1, ...seedRecord(i + 1) }));
+  writeFileSync(path, JSON.stringify({ users }));
+}

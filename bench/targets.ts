@@ -1,0 +1,183 @@
+import type { RunRecord, StageRecord, TargetResult } from './results.ts';
+import type { SystemId } from './systems.ts';
+import type { WorkloadName } from './workloads.ts';
+
+/** A generator using this much of its core may be what limits the rate. */
+export const GENERATOR_BOUND = 0.9;
+
+const K1 = 1_000;
+const K10 = 10_000;
+const K100 = 100_000;
+const M1 = 1_000_000;
+
+/** The run of a system under a workload at a record count; ceiling A is measured once, at 1k. */
+export function findRun(runs: RunRecord[], system: SystemId, workload: WorkloadName, records: number) {
+  const at = system === 'ceiling-a' ? K1 : records;
+  return runs.find((run) => run.system === system && run.workload === workload && run.records === at);
+}
+
+/** The run a workload is compared with: ceiling B for listings, ceiling A otherwise. */
+export function ceilingOf(runs: RunRecord[], run: RunRecord): RunRecord | undefined {
+  return run.workload === 'list'
+    ? findRun(runs, 'ceiling-b', 'list', run.records)
+    : findRun(runs, 'ceiling-a', run.workload, run.records);
+}
+
+const faults = (run: RunRecord) => run.errors + run.non2xx;
+const x = (ratio: number) => `${ratio >= 10 ? ratio.toFixed(0) : ratio.toFixed(2)}×`;
+
+interface RatioTarget {
+  id: string;
+  workload: WorkloadName;
+  records: number;
+  /** The run divided into the service's; the same run at 1k for growth targets. */
+  against: { system: SystemId; records: number; name: string };
+  min: number;
+  description: string;
+}
+
+function ratioTarget(runs: RunRecord[], system: SystemId, t: RatioTarget): TargetResult {
+  const base = { id: t.id, system, measure: t.workload, records: t.records, description: t.description };
+  const mine = findRun(runs, system, t.workload, t.records);
+  const other = findRun(runs, t.against.system, t.workload, t.against.records);
+  if (mine === undefined || other === undefined) return { ...base, measured: 'not measured', pass: undefined };
+  const ratio = mine.requestsPerSecond / other.requestsPerSecond;
+  const notes: string[] = [];
+  if (faults(other) > 0) notes.push(`${t.against.name} had ${faults(other)} errors/non-2xx`);
+  if (faults(mine) > 0) notes.push(`${faults(mine)} errors/non-2xx, so no pass`);
+  const mineBound = mine.generatorCpu >= GENERATOR_BOUND;
+  const otherBound = other.generatorCpu >= GENERATOR_BOUND;
+  // A rate capped by the load generator is a floor for that system, which skews the ratio one way.
+  if (mineBound && otherBound) notes.push('both runs at the load generator’s limit: the ratio says little');
+  else if (otherBound) notes.push(`${t.against.name} at the load generator’s limit: the true ratio is lower`);
+  else if (mineBound) notes.push('this run at the load generator’s limit: the true ratio is higher');
+  return {
+    ...base,
+    measured: `${x(ratio)} ${t.against.name}`,
+    pass: ratio >= t.min && faults(mine) === 0,
+    ...(notes.length > 0 ? { note: notes.join('; ') } : {}),
+  };
+}
+
+function limitTarget(
+  id: string,
+  system: SystemId,
+  measure: TargetResult['measure'],
+  records: number,
+  description: string,
+  value: number | undefined,
+  max: number,
+  unit: string,
+): TargetResult {
+  const base = { id, system, measure, records, description };
+  if (value === undefined) return { ...base, measured: 'not measured', pass: undefined };
+  return { ...base, measured: `${value.toFixed(value < 10 ? 2 : value < 100 ? 1 : 0)} ${unit}`, pass: value < max };
+}
+
+export function short(records: number): string {
+  return records >= M1 ? `${records / M1}M` : records >= K1 ? `${records / K1}k` : String(records);
+}
+
+/** The issue's targets, for each user-records system that ran. */
+export function evaluateTargets(runs: RunRecord[], stages: StageRecord[]): TargetResult[] {
+  const results: TargetResult[] = [];
+  for (const system of ['sqlite', 'postgres'] as const) {
+    if (!stages.some((stage) => stage.system === system)) continue;
+    const ratio = (t: RatioTarget) => results.push(ratioTarget(runs, system, t));
+    const ceilingA = { system: 'ceiling-a', records: K1, name: 'ceiling A' } as const;
+    ratio({
+      id: 'T1',
+      workload: 'create',
+      records: K1,
+      against: ceilingA,
+      min: 0.5,
+      description: 'create ≥0.5× ceiling A',
+    });
+    ratio({
+      id: 'T2',
+      workload: 'create',
+      records: K1,
+      against: { system: 'naive', records: K1, name: 'naive' },
+      min: 2,
+      description: 'create ≥2× naive',
+    });
+    const json = { system: 'json-server', records: K10, name: 'json-server' } as const;
+    if (system === 'sqlite') {
+      ratio({
+        id: 'T3',
+        workload: 'create',
+        records: K10,
+        against: json,
+        min: 50,
+        description: 'create ≥50× json-server at 10k',
+      });
+    } else {
+      ratio({
+        id: 'T13',
+        workload: 'create',
+        records: K10,
+        against: json,
+        min: 10,
+        description: 'PostgreSQL create ≥10× json-server at 10k',
+      });
+    }
+    const create1k = findRun(runs, system, 'create', K1);
+    const p99 = limitTarget(
+      'T4',
+      system,
+      'create',
+      K1,
+      'create p99 ≤10 ms at 10 connections',
+      create1k?.p99Ms,
+      10.000001,
+      'ms',
+    );
+    if (create1k !== undefined && faults(create1k) > 0) p99.pass = false;
+    results.push(p99);
+    ratio({
+      id: 'T5',
+      workload: 'list',
+      records: K100,
+      against: { system: 'ceiling-b', records: K100, name: 'ceiling B' },
+      min: 0.8,
+      description: 'list all at 100k ≥0.8× ceiling B',
+    });
+    ratio({
+      id: 'T6',
+      workload: 'read',
+      records: K1,
+      against: ceilingA,
+      min: 0.6,
+      description: 'read one ≥0.6× ceiling A',
+    });
+    const at1k = { system, records: K1, name: 'of 1k' } as const;
+    ratio({
+      id: 'T7',
+      workload: 'create',
+      records: M1,
+      against: at1k,
+      min: 0.85,
+      description: 'create at 1M within 15% of 1k',
+    });
+    ratio({
+      id: 'T8',
+      workload: 'read',
+      records: M1,
+      against: at1k,
+      min: 0.85,
+      description: 'read one at 1M within 15% of 1k',
+    });
+    const big = stages.find((stage) => stage.system === system && stage.records === M1);
+    const listing = big?.fullListing;
+    results.push(
+      limitTarget('T9', system, 'at rest', M1, 'start-up <1 s with 1M records', big?.startupMs, 1000, 'ms'),
+      limitTarget('T10', system, 'at rest', M1, 'RSS at rest <150 MB with 1M records', big?.rssAtRestMB, 150, 'MB'),
+      limitTarget('T11', system, 'full listing', M1, 'full listing TTFB <100 ms', listing?.ttfbMs, 100, 'ms'),
+      limitTarget('T12', system, 'full listing', M1, 'full listing peak RSS <300 MB', listing?.peakRssMB, 300, 'MB'),
+    );
+    if (listing !== undefined && listing.status !== 200) {
+      for (const target of results.slice(-2)) target.pass = false;
+    }
+  }
+  return results;
+}
