@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { get } from 'node:http';
-import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 
 /** How to run one system: its argv and environment for a given port. */
@@ -31,17 +30,7 @@ export function killStarted(): void {
   started.clear();
 }
 
-/** A port free on 127.0.0.1 right now (the OS picks it; the system binds it a moment later). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject()));
-    });
-  });
-}
+export { freePort } from '../test/helpers/free-port.ts';
 
 /** One GET, resolving with its status (0 when the connection fails), bounded by `timeoutMs`. */
 export function probe(url: string, timeoutMs = 1000): Promise<number> {

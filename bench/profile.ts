@@ -49,15 +49,10 @@ async function database(workload: WorkloadName, records: number): Promise<string
     return file;
   }
   if (cluster === undefined) {
-    const started = await startPostgres(ROOT);
+    const started = await startPostgres();
     if (typeof started === 'string') throw new Error(`no PostgreSQL: ${started}`);
     cluster = started;
   }
-  // The service creates its schema on first start; seeding needs it.
-  const port = await freePort();
-  const env = { PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: cluster.url, LOG_LEVEL: 'warn' };
-  const argv = [process.execPath, '--import', 'tsx', 'src/server.ts'];
-  await (await startChild({ argv, env, cwd: ROOT, readyPath: '/readyz' }, port)).stop();
   await seedPostgres(cluster.url, records);
   return cluster.url;
 }

@@ -2,15 +2,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, killStarted, startChild } from './child-server.ts';
+import { killStarted } from './child-server.ts';
 import { pinCpus } from './cpu-pinning.ts';
 import { printable, writeResults } from './output.ts';
 import { plan } from './plan.ts';
 import { type PostgresCluster, startPostgres } from './postgres.ts';
 import type { BenchResults, RunRecord, StageRecord } from './results.ts';
 import { runStage } from './stage.ts';
-import { type ServiceEntry, buildService } from './service-build.ts';
-import { systems, userRecords } from './systems.ts';
+import { buildService } from './service-build.ts';
+import { systems } from './systems.ts';
 import { evaluateTargets, short } from './targets.ts';
 
 // npm run bench [-- --quick] [-- --no-pin]: starts every system in turn on 127.0.0.1, loads it with
@@ -46,25 +46,15 @@ const watchdog = setTimeout(() => {
 }, DEADLINE_MS);
 watchdog.unref();
 
-/** PostgreSQL joins when the cluster helper exists and the service accepts its URL (it then creates its schema). */
-async function postgresUrl(service: ServiceEntry, skipped: string[]): Promise<string | undefined> {
-  const started = await startPostgres(ROOT);
+/** PostgreSQL joins when a throwaway cluster can be started here. */
+async function postgresUrl(skipped: string[]): Promise<string | undefined> {
+  const started = await startPostgres();
   if (typeof started === 'string') {
     skipped.push(`user-records (PostgreSQL): ${started}`);
     return undefined;
   }
   cluster = started;
-  const port = await freePort();
-  try {
-    const launch = { ...userRecords(ROOT, service, started.url, port), readyPath: '/readyz' };
-    const probe = await startChild(launch, port, [], 30_000);
-    await probe.stop();
-    return started.url;
-  } catch (error) {
-    const reason = (error as Error).message.split('\n').slice(1).join(' ').trim();
-    skipped.push(`user-records (PostgreSQL): the service does not accept DATABASE_URL=postgres://… yet (${reason})`);
-    return undefined;
-  }
+  return started.url;
 }
 
 async function main(): Promise<void> {
@@ -74,7 +64,7 @@ async function main(): Promise<void> {
   // The cluster starts before this process is pinned, so PostgreSQL's own processes are not confined to one CPU.
   const service = buildService(ROOT, workDir);
   log(service.note);
-  const pgUrl = await postgresUrl(service, skipped);
+  const pgUrl = await postgresUrl(skipped);
   for (const line of skipped) log(`skipped: ${line}`);
   const pinning = pinCpus(flags['no-pin'] !== true);
   log(pinning.note);

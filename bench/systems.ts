@@ -31,7 +31,7 @@ function nodeScript(root: string, args: string[], env: Record<string, string>, p
 const ts = (script: string) => ['--import', 'tsx', script];
 
 /** The service, logging at warn (no line per request) as json-server runs with --quiet. */
-export function userRecords(root: string, service: ServiceEntry, databaseUrl: string, port: number): Launch {
+function userRecords(root: string, service: ServiceEntry, databaseUrl: string, port: number): Launch {
   // One worker: every system gets one process, whose PID the CPU and memory figures read.
   return nodeScript(root, service.args, { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WORKERS: '1' }, port);
 }

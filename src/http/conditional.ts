@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 
 interface EntityTag {
@@ -23,7 +24,7 @@ export function ifMatchHolds(header: string, etag: string): boolean {
 }
 
 /** If-None-Match uses weak comparison; false means the client's copy is current (answer 304). */
-export function ifNoneMatchHolds(header: string, etag: string): boolean {
+function ifNoneMatchHolds(header: string, etag: string): boolean {
   const tags = parseEntityTags(header);
   if (tags === '*') return false;
   const opaque = etag.startsWith('W/') ? etag.slice(2) : etag;
@@ -41,14 +42,17 @@ function bodyEtag(payload: string | Buffer): string {
 export function registerConditionalGet(app: FastifyInstance): void {
   app.addHook('onSend', async (request, reply, payload) => {
     if ((request.method !== 'GET' && request.method !== 'HEAD') || reply.statusCode !== 200) return payload;
-    if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload;
+    const whole = typeof payload === 'string' || Buffer.isBuffer(payload);
     let etag = reply.getHeader('etag');
     if (typeof etag !== 'string') {
+      // A streamed body cannot be hashed before it is sent; its route sets the ETag.
+      if (!whole) return payload;
       etag = bodyEtag(payload);
       reply.header('etag', etag);
     }
     const ifNoneMatch = request.headers['if-none-match'];
     if (ifNoneMatch !== undefined && !ifNoneMatchHolds(ifNoneMatch, etag)) {
+      if (payload instanceof Readable) payload.destroy();
       reply.code(304);
       reply.removeHeader('content-type');
       reply.removeHeader('content-length');
