@@ -1,15 +1,19 @@
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.ts';
+import { registerAuth } from './http/auth.ts';
 import { registerBodyParsers } from './http/body-parsers.ts';
 import { registerConditionalGet } from './http/conditional.ts';
 import { clientErrorHandler, frameworkErrors, refuseExpectation, registerErrorHandlers } from './http/errors.ts';
 import { HttpError } from './http/problem.ts';
+import { registerLimits } from './http/limits.ts';
 import { loggerOptions, registerAccessLog, requestId } from './http/logging.ts';
 import { registerAllMethods } from './http/methods.ts';
 import { paramErrors, parseParams } from './http/query-string.ts';
+import { registerSecurityHeaders } from './http/security-headers.ts';
 import { createValidatorCompiler, invalidInput } from './http/validation.ts';
 import { registerDocs } from './ops/docs.ts';
 import { registerHealthRoutes } from './ops/health.ts';
+import { registerMetrics } from './ops/metrics.ts';
 import type { UserStore } from './store/store.ts';
 import { registerUserRoutes } from './users/routes.ts';
 import { RULES } from './users/schemas.ts';
@@ -20,11 +24,22 @@ export interface AppDeps {
   store: UserStore;
 }
 
+/** The settings the app itself uses (the rest are the server's: port, host, database, workers). */
+export type AppConfig = Pick<
+  Config,
+  | 'logLevel'
+  | 'requestTimeoutMs'
+  | 'headersTimeoutMs'
+  | 'keepAliveTimeoutMs'
+  | 'listingCacheMb'
+  | 'rateLimit'
+  | 'overloadLagMs'
+  | 'tokens'
+  | 'corsOrigins'
+>;
+
 /** The whole service, ready for requests; tests and the server build it the same way. */
-export async function buildApp(
-  config: Pick<Config, 'logLevel' | 'requestTimeoutMs' | 'listingCacheMb'>,
-  deps: AppDeps,
-): Promise<FastifyInstance> {
+export async function buildApp(config: AppConfig, deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: loggerOptions(config.logLevel, new Set(Object.keys(RULES))),
     genReqId: requestId,
@@ -39,8 +54,11 @@ export async function buildApp(
     // 408 and closed, checked every second. Node needs it when the server is created (http options);
     // Fastify then assigns its own option over it, so both carry the same value.
     requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
     http: {
       requestTimeout: config.requestTimeoutMs,
+      headersTimeout: config.headersTimeoutMs,
+      keepAliveTimeout: config.keepAliveTimeoutMs,
       connectionsCheckingInterval: 1000,
       // HTTP/1.1 requires Host; refused below as a problem rather than by Node with an empty body.
       requireHostHeader: false,
@@ -64,9 +82,15 @@ export async function buildApp(
   registerErrorHandlers(app);
   app.server.on('checkExpectation', refuseExpectation);
   registerConditionalGet(app);
+  // In hook order: headers every answer carries, then what may refuse a request before it costs
+  // anything (URL length, overload, rate), then who is asking.
+  const store = registerMetrics(app, deps.store);
+  await registerSecurityHeaders(app, config.corsOrigins);
+  await registerLimits(app, config);
+  registerAuth(app, config.tokens);
 
   await registerDocs(app);
-  registerHealthRoutes(app, deps.store);
-  registerUserRoutes(app, deps.store, config.listingCacheMb * 1024 * 1024);
+  registerHealthRoutes(app, store);
+  registerUserRoutes(app, store, config.listingCacheMb * 1024 * 1024);
   return app;
 }

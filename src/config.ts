@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { type Static, Type } from 'typebox';
@@ -16,6 +17,15 @@ const ConfigSchema = Type.Object(
     DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
     LISTING_CACHE_MB: Type.Integer({ minimum: 0, maximum: 65_536, default: 256 }),
     WORKERS: Type.Union([Type.Integer({ minimum: 1, maximum: 256 }), Type.Literal('auto')], { default: 1 }),
+    HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 10_000 }),
+    KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 5000 }),
+    RATE_LIMIT: Type.Union([Type.Integer({ minimum: 1, maximum: 100_000_000 }), Type.Literal('off')], {
+      default: 6000,
+    }),
+    OVERLOAD_LAG_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 500 }),
+    API_TOKENS: Type.Optional(Type.String()),
+    API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1 })),
+    CORS_ORIGINS: Type.Optional(Type.String()),
   },
   { additionalProperties: false },
 );
@@ -41,6 +51,25 @@ export interface Config {
   listingCacheMb: number;
   /** Processes serving the port. */
   workers: number;
+  /** The longest the request line and headers may take to arrive. */
+  headersTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open. */
+  keepAliveTimeoutMs: number;
+  /** Requests per minute per client address; `null`: no limit. */
+  rateLimit: number | null;
+  /** Event-loop delay above which requests are shed with 503; 0 sheds none. */
+  overloadLagMs: number;
+  /** Bearer tokens; none: authentication is off. Never log these. */
+  tokens: readonly ApiToken[];
+  /** Origins allowed by CORS; none: CORS is off; `*`: any origin. */
+  corsOrigins: readonly string[];
+}
+
+export type Scope = 'read' | 'write';
+
+export interface ApiToken {
+  scope: Scope;
+  token: string;
 }
 
 const FLAGS = {
@@ -54,6 +83,13 @@ const FLAGS = {
   'database-pool-size': 'DATABASE_POOL_SIZE',
   'listing-cache-mb': 'LISTING_CACHE_MB',
   workers: 'WORKERS',
+  'headers-timeout-ms': 'HEADERS_TIMEOUT_MS',
+  'keep-alive-timeout-ms': 'KEEP_ALIVE_TIMEOUT_MS',
+  'rate-limit': 'RATE_LIMIT',
+  'overload-lag-ms': 'OVERLOAD_LAG_MS',
+  'api-tokens': 'API_TOKENS',
+  'api-tokens-file': 'API_TOKENS_FILE',
+  'cors-origins': 'CORS_ORIGINS',
 } as const satisfies Record<string, keyof RawConfig>;
 
 const INTEGER_SETTINGS = new Set<string>([
@@ -64,9 +100,13 @@ const INTEGER_SETTINGS = new Set<string>([
   'DATABASE_POOL_SIZE',
   'LISTING_CACHE_MB',
   'WORKERS',
+  'HEADERS_TIMEOUT_MS',
+  'KEEP_ALIVE_TIMEOUT_MS',
+  'RATE_LIMIT',
+  'OVERLOAD_LAG_MS',
 ]);
 /** Settings that also take a word instead of a number. */
-const WORDS: Record<string, string> = { WORKERS: 'auto' };
+const WORDS: Record<string, string> = { WORKERS: 'auto', RATE_LIMIT: 'off' };
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -102,6 +142,8 @@ export function loadConfig(env: Record<string, string | undefined>, argv: string
     else if (value === WORDS[name]) continue;
     else problems.set(name, `${name} must be a whole number, got ${JSON.stringify(value)}`);
   }
+  // Unset, the headers timeout follows a shorter request timeout down; set, it must fit inside it.
+  const headersTimeoutGiven = raw.HEADERS_TIMEOUT_MS !== undefined;
   for (const [name, property] of Object.entries(ConfigSchema.properties)) {
     if (raw[name] === undefined || problems.has(name)) raw[name] = 'default' in property ? property.default : undefined;
   }
@@ -117,6 +159,13 @@ export function loadConfig(env: Record<string, string | undefined>, argv: string
   if (workers > 1 && typeof database === 'object' && database.kind === 'sqlite' && database.path === ':memory:') {
     problems.set('WORKERS', 'WORKERS above 1 needs a shared database; :memory: is private to each process');
   }
+  if (!problems.has('HEADERS_TIMEOUT_MS') && Number(raw.HEADERS_TIMEOUT_MS) > Number(raw.REQUEST_TIMEOUT_MS)) {
+    if (headersTimeoutGiven) {
+      problems.set('HEADERS_TIMEOUT_MS', 'HEADERS_TIMEOUT_MS must not be longer than REQUEST_TIMEOUT_MS');
+    } else raw.HEADERS_TIMEOUT_MS = raw.REQUEST_TIMEOUT_MS;
+  }
+  const tokens = readTokens(raw, problems);
+  const corsOrigins = parseOrigins(raw.CORS_ORIGINS, problems);
   if (problems.size > 0 || database === undefined || typeof database === 'string') {
     throw new ConfigError(`invalid settings:\n  - ${[...problems.values()].join('\n  - ')}`);
   }
@@ -132,7 +181,80 @@ export function loadConfig(env: Record<string, string | undefined>, argv: string
     databasePoolSize: valid.DATABASE_POOL_SIZE,
     listingCacheMb: valid.LISTING_CACHE_MB,
     workers,
+    headersTimeoutMs: valid.HEADERS_TIMEOUT_MS,
+    keepAliveTimeoutMs: valid.KEEP_ALIVE_TIMEOUT_MS,
+    rateLimit: valid.RATE_LIMIT === 'off' ? null : valid.RATE_LIMIT,
+    overloadLagMs: valid.OVERLOAD_LAG_MS,
+    tokens,
+    corsOrigins,
   });
+}
+
+const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+
+/**
+ * `API_TOKENS` (`read:abc,write:def`) or `API_TOKENS_FILE` (one `scope:token` a line; blank lines
+ * and `#` comments allowed). Messages name the entry by position, never by its token.
+ */
+function readTokens(raw: Record<string, unknown>, problems: Map<string, string>): ApiToken[] {
+  const inline = raw.API_TOKENS as string | undefined;
+  const file = raw.API_TOKENS_FILE as string | undefined;
+  if (inline !== undefined && file !== undefined) {
+    problems.set('API_TOKENS', 'set API_TOKENS or API_TOKENS_FILE, not both');
+    return [];
+  }
+  let name = 'API_TOKENS';
+  let entries: string[] = [];
+  if (inline !== undefined) entries = inline.split(',').map((entry) => entry.trim());
+  if (file !== undefined) {
+    name = 'API_TOKENS_FILE';
+    try {
+      entries = readFileSync(file, 'utf8')
+        .split(/\r?\n/)
+        .map((line) => line.trim())
+        .filter((line) => line !== '' && !line.startsWith('#'));
+    } catch (error) {
+      problems.set(name, `API_TOKENS_FILE cannot be read: ${(error as Error).message}`);
+      return [];
+    }
+    if (entries.length === 0) problems.set(name, `API_TOKENS_FILE ${JSON.stringify(file)} holds no tokens`);
+  }
+  const tokens: ApiToken[] = [];
+  const seen = new Set<string>();
+  entries.forEach((entry, index) => {
+    const colon = entry.indexOf(':');
+    const scope = entry.slice(0, colon);
+    const token = entry.slice(colon + 1);
+    const where = `${name} entry ${index + 1}`;
+    if (colon === -1 || (scope !== 'read' && scope !== 'write')) {
+      problems.set(name, `${where} must be scope:token with scope read or write`);
+    } else if (!TOKEN.test(token)) {
+      problems.set(name, `${where}: a token is letters, digits and - . _ ~ + / (optionally ending in =)`);
+    } else if (seen.has(token)) {
+      problems.set(name, `${where} repeats a token given before`);
+    } else {
+      seen.add(token);
+      tokens.push(Object.freeze({ scope, token }));
+    }
+  });
+  return tokens;
+}
+
+/** `CORS_ORIGINS`: comma-separated origins (`https://app.example.com`), or `*` for any. */
+function parseOrigins(value: unknown, problems: Map<string, string>): string[] {
+  if (typeof value !== 'string' || value.trim() === '') return [];
+  const origins = value.split(',').map((origin) => origin.trim());
+  if (origins.length === 1 && origins[0] === '*') return ['*'];
+  for (const origin of origins) {
+    const parsed = URL.canParse(origin) ? new URL(origin) : undefined;
+    if (parsed === undefined || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin) {
+      problems.set(
+        'CORS_ORIGINS',
+        `CORS_ORIGINS must be * or comma-separated origins such as https://app.example.com, got ${JSON.stringify(origin)}`,
+      );
+    }
+  }
+  return origins;
 }
 
 function describe(name: string): string {
@@ -155,6 +277,13 @@ function describe(name: string): string {
       return 'must be a whole number of megabytes from 0 to 65536';
     case 'WORKERS':
       return 'must be a whole number from 1 to 256, or auto (one per core)';
+    case 'HEADERS_TIMEOUT_MS':
+    case 'KEEP_ALIVE_TIMEOUT_MS':
+      return 'must be a whole number of milliseconds from 1000 to 600000';
+    case 'RATE_LIMIT':
+      return 'must be a whole number of requests per minute from 1 to 100000000, or off';
+    case 'OVERLOAD_LAG_MS':
+      return 'must be a whole number of milliseconds up to 600000 (0 turns shedding off)';
     default:
       return 'is invalid';
   }

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { type Config, ConfigError, loadConfig } from '../src/config.ts';
 
@@ -16,7 +19,18 @@ const DEFAULTS: Config = {
   databasePoolSize: 10,
   listingCacheMb: 256,
   workers: 1,
+  headersTimeoutMs: 10_000,
+  keepAliveTimeoutMs: 5000,
+  rateLimit: 6000,
+  overloadLagMs: 500,
+  tokens: [],
+  corsOrigins: [],
 };
+
+const tokenFile = join(mkdtempSync(join(tmpdir(), 'user-records-config-')), 'tokens');
+writeFileSync(tokenFile, '# service tokens\nread:r3ad-T0ken\n\n  write:wr1te_token=  \n');
+const emptyTokenFile = join(tokenFile, '..', 'empty');
+writeFileSync(emptyTokenFile, '# nothing yet\n');
 
 interface ValidRow {
   name: string;
@@ -139,6 +153,45 @@ const validRows: ValidRow[] = [
     expected: { workers: 2, database: { kind: 'postgres', url: 'postgres://h/db' } },
   },
   { name: 'WORKERS=auto: one per core', env: { WORKERS: 'auto' }, expected: { workers: availableParallelism() } },
+  {
+    name: 'timeouts',
+    env: { HEADERS_TIMEOUT_MS: '2000', KEEP_ALIVE_TIMEOUT_MS: '65000' },
+    expected: { headersTimeoutMs: 2000, keepAliveTimeoutMs: 65_000 },
+  },
+  {
+    name: 'a short REQUEST_TIMEOUT_MS takes the unset headers timeout with it',
+    env: { REQUEST_TIMEOUT_MS: '2000' },
+    expected: { requestTimeoutMs: 2000, headersTimeoutMs: 2000 },
+  },
+  { name: 'RATE_LIMIT=120', env: { RATE_LIMIT: '120' }, expected: { rateLimit: 120 } },
+  { name: '--rate-limit off', argv: ['--rate-limit', 'off'], expected: { rateLimit: null } },
+  { name: 'OVERLOAD_LAG_MS=0 sheds nothing', env: { OVERLOAD_LAG_MS: '0' }, expected: { overloadLagMs: 0 } },
+  {
+    name: 'API_TOKENS',
+    env: { API_TOKENS: 'read:abc123, write:def456' },
+    expected: {
+      tokens: [
+        { scope: 'read', token: 'abc123' },
+        { scope: 'write', token: 'def456' },
+      ],
+    },
+  },
+  {
+    name: '--api-tokens-file',
+    argv: ['--api-tokens-file', tokenFile],
+    expected: {
+      tokens: [
+        { scope: 'read', token: 'r3ad-T0ken' },
+        { scope: 'write', token: 'wr1te_token=' },
+      ],
+    },
+  },
+  {
+    name: 'CORS_ORIGINS',
+    env: { CORS_ORIGINS: 'https://app.example.com,http://localhost:5173' },
+    expected: { corsOrigins: ['https://app.example.com', 'http://localhost:5173'] },
+  },
+  { name: 'CORS_ORIGINS=*', env: { CORS_ORIGINS: '*' }, expected: { corsOrigins: ['*'] } },
 ];
 
 interface InvalidRow {
@@ -194,6 +247,49 @@ const invalidRows: InvalidRow[] = [
     env: { DATABASE_URL: 'mysql://app:hunter2@db.internal/users' },
     messages: [/DATABASE_URL/, /unsupported scheme/, /mysql:/],
     hidden: 'hunter2',
+  },
+  {
+    name: 'HEADERS_TIMEOUT_MS longer than REQUEST_TIMEOUT_MS',
+    env: { HEADERS_TIMEOUT_MS: '20000', REQUEST_TIMEOUT_MS: '10000' },
+    messages: [/HEADERS_TIMEOUT_MS/, /REQUEST_TIMEOUT_MS/],
+  },
+  { name: 'KEEP_ALIVE_TIMEOUT_MS=0', env: { KEEP_ALIVE_TIMEOUT_MS: '0' }, messages: [/KEEP_ALIVE_TIMEOUT_MS/] },
+  { name: 'RATE_LIMIT=lots', env: { RATE_LIMIT: 'lots' }, messages: [/RATE_LIMIT/, /"lots"/] },
+  { name: 'RATE_LIMIT=0', env: { RATE_LIMIT: '0' }, messages: [/RATE_LIMIT/, /or off/] },
+  {
+    name: 'API_TOKENS with an unknown scope',
+    env: { API_TOKENS: 'read:abc123,admin:s3cret-value' },
+    messages: [/API_TOKENS entry 2/, /read or write/],
+    hidden: 's3cret-value',
+  },
+  {
+    name: 'API_TOKENS with a token Bearer cannot carry',
+    env: { API_TOKENS: 'write:s3cret value' },
+    messages: [/API_TOKENS entry 1/],
+    hidden: 's3cret',
+  },
+  {
+    name: 'API_TOKENS repeating a token',
+    env: { API_TOKENS: 'read:s3cret,write:s3cret' },
+    messages: [/API_TOKENS entry 2/, /repeats/],
+    hidden: 's3cret',
+  },
+  { name: 'API_TOKENS with an empty entry', env: { API_TOKENS: 'read:abc,' }, messages: [/API_TOKENS entry 2/] },
+  {
+    name: 'API_TOKENS and API_TOKENS_FILE together',
+    env: { API_TOKENS: 'read:abc', API_TOKENS_FILE: tokenFile },
+    messages: [/not both/],
+  },
+  {
+    name: 'API_TOKENS_FILE that does not exist',
+    env: { API_TOKENS_FILE: '/nonexistent/tokens' },
+    messages: [/API_TOKENS_FILE/, /cannot be read/],
+  },
+  { name: 'API_TOKENS_FILE with no tokens', env: { API_TOKENS_FILE: emptyTokenFile }, messages: [/holds no tokens/] },
+  {
+    name: 'CORS_ORIGINS with a path',
+    env: { CORS_ORIGINS: 'https://app.example.com/x' },
+    messages: [/CORS_ORIGINS/, /app\.example\.com\/x/],
   },
   {
     name: 'several bad settings at once: all in one message',

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
 import { openSqliteStore } from '../src/store/sqlite-store.ts';
 import { rawRequest } from './helpers/http.ts';
 import { startServer, tempDir } from './helpers/server.ts';
@@ -16,7 +17,7 @@ describe('database faults', () => {
 
   before(async () => {
     const store = openSqliteStore(path, { busyTimeoutMs: 50 });
-    app = await buildApp({ logLevel: 'silent', requestTimeoutMs: 30_000, listingCacheMb: 256 }, { store });
+    app = await buildApp({ ...loadConfig({}, []), logLevel: 'silent' }, { store });
     app.addHook('onClose', async () => store.close());
     other = new Database(path);
   });
@@ -44,7 +45,7 @@ describe('database faults', () => {
 
   it('requests that arrive while the app is closing answer 503 problem details', async () => {
     const store = openSqliteStore(':memory:');
-    const closing = await buildApp({ logLevel: 'silent', requestTimeoutMs: 30_000, listingCacheMb: 256 }, { store });
+    const closing = await buildApp({ ...loadConfig({}, []), logLevel: 'silent' }, { store });
     // Holds the close half-way (after the app's own preClose hook) so a request can arrive meanwhile.
     let release = () => {};
     const held = new Promise<void>((resolve) => {

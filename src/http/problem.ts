@@ -3,6 +3,8 @@ export const PROBLEMS = {
   'invalid-input': { status: 400, title: 'The request has invalid input' },
   'malformed-request': { status: 400, title: 'The request could not be read' },
   'unsupported-media-type': { status: 400, title: 'The request body has an unsupported content type' },
+  unauthorized: { status: 401, title: 'Authentication required' },
+  forbidden: { status: 403, title: 'Not allowed with this token' },
   'not-found': { status: 404, title: 'Not found' },
   'method-not-allowed': { status: 405, title: 'Method not allowed' },
   'precondition-failed': { status: 412, title: 'Precondition failed' },
@@ -10,9 +12,12 @@ export const PROBLEMS = {
   'payload-too-large': { status: 413, title: 'The request body is too large' },
   'uri-too-long': { status: 414, title: 'The request URL is too long' },
   'expectation-failed': { status: 417, title: 'Expectation failed' },
+  'idempotency-key-reused': { status: 422, title: 'The Idempotency-Key was used for another request' },
+  'rate-limited': { status: 429, title: 'Too many requests' },
   'headers-too-large': { status: 431, title: 'The request headers are too large' },
   internal: { status: 500, title: 'Internal server error' },
   unavailable: { status: 503, title: 'Service unavailable' },
+  overloaded: { status: 503, title: 'The service is overloaded' },
 } as const;
 
 export type ProblemCode = keyof typeof PROBLEMS;
@@ -81,6 +86,8 @@ export function codeForStatus(status: number): ProblemCode {
       return 'uri-too-long';
     case 415:
       return 'unsupported-media-type';
+    case 429:
+      return 'rate-limited';
     case 431:
       return 'headers-too-large';
     case 503:
