@@ -36,6 +36,7 @@ export type AppConfig = Pick<
   | 'overloadLagMs'
   | 'tokens'
   | 'corsOrigins'
+  | 'trustedProxies'
 >;
 
 /** The whole service, ready for requests; tests and the server build it the same way. */
@@ -43,6 +44,8 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   const app = Fastify({
     logger: loggerOptions(config.logLevel, new Set(Object.keys(RULES))),
     genReqId: requestId,
+    // Behind a proxy, the rate limit and the logs need the client's address, not the proxy's.
+    ...(config.trustedProxies.length > 0 ? { trustProxy: config.trustedProxies.join(',') } : {}),
     requestIdHeader: false,
     logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,

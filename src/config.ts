@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { type Static, Type } from 'typebox';
@@ -26,6 +27,7 @@ const ConfigSchema = Type.Object(
     API_TOKENS: Type.Optional(Type.String()),
     API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1 })),
     CORS_ORIGINS: Type.Optional(Type.String()),
+    TRUST_PROXY: Type.Optional(Type.String()),
   },
   { additionalProperties: false },
 );
@@ -63,6 +65,8 @@ export interface Config {
   tokens: readonly ApiToken[];
   /** Origins allowed by CORS; none: CORS is off; `*`: any origin. */
   corsOrigins: readonly string[];
+  /** Proxy addresses (or CIDR ranges) whose X-Forwarded-For names the client; none: trust no proxy. */
+  trustedProxies: readonly string[];
 }
 
 export type Scope = 'read' | 'write';
@@ -90,6 +94,7 @@ const FLAGS = {
   'api-tokens': 'API_TOKENS',
   'api-tokens-file': 'API_TOKENS_FILE',
   'cors-origins': 'CORS_ORIGINS',
+  'trust-proxy': 'TRUST_PROXY',
 } as const satisfies Record<string, keyof RawConfig>;
 
 const INTEGER_SETTINGS = new Set<string>([
@@ -166,6 +171,7 @@ export function loadConfig(env: Record<string, string | undefined>, argv: string
   }
   const tokens = readTokens(raw, problems);
   const corsOrigins = parseOrigins(raw.CORS_ORIGINS, problems);
+  const trustedProxies = parseProxies(raw.TRUST_PROXY, problems);
   if (problems.size > 0 || database === undefined || typeof database === 'string') {
     throw new ConfigError(`invalid settings:\n  - ${[...problems.values()].join('\n  - ')}`);
   }
@@ -187,7 +193,27 @@ export function loadConfig(env: Record<string, string | undefined>, argv: string
     overloadLagMs: valid.OVERLOAD_LAG_MS,
     tokens,
     corsOrigins,
+    trustedProxies,
   });
+}
+
+/** `TRUST_PROXY`: comma-separated addresses or CIDR ranges (`10.0.0.0/8`). */
+function parseProxies(value: unknown, problems: Map<string, string>): string[] {
+  if (typeof value !== 'string' || value.trim() === '') return [];
+  const proxies = value.split(',').map((proxy) => proxy.trim());
+  for (const proxy of proxies) {
+    const [address = '', bits, ...rest] = proxy.split('/');
+    const version = isIP(address);
+    const maxBits = version === 6 ? 128 : 32;
+    const bitsOk = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits);
+    if (version === 0 || !bitsOk || rest.length > 0) {
+      problems.set(
+        'TRUST_PROXY',
+        `TRUST_PROXY must be comma-separated IP addresses or CIDR ranges such as 10.0.0.0/8, got ${JSON.stringify(proxy)}`,
+      );
+    }
+  }
+  return proxies;
 }
 
 const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { runPrimary } from './cluster.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
+import { exposureWarning } from './ops/exposure.ts';
 import { openStore } from './store/open-store.ts';
 import { StoreUnavailableError } from './store/store.ts';
 
@@ -13,6 +14,9 @@ async function serve(config: Readonly<Config>): Promise<void> {
   try {
     app = await buildApp(config, { store });
     await app.listen({ port: config.port, host: config.host });
+    // Once per service, not once per worker.
+    const warning = exposureWarning(config);
+    if (warning !== undefined && (cluster.isPrimary || cluster.worker?.id === 1)) app.log.warn(warning);
   } catch (error) {
     await store.close();
     throw error;

@@ -25,6 +25,7 @@ const DEFAULTS: Config = {
   overloadLagMs: 500,
   tokens: [],
   corsOrigins: [],
+  trustedProxies: [],
 };
 
 const tokenFile = join(mkdtempSync(join(tmpdir(), 'user-records-config-')), 'tokens');
@@ -192,6 +193,11 @@ const validRows: ValidRow[] = [
     expected: { corsOrigins: ['https://app.example.com', 'http://localhost:5173'] },
   },
   { name: 'CORS_ORIGINS=*', env: { CORS_ORIGINS: '*' }, expected: { corsOrigins: ['*'] } },
+  {
+    name: '--trust-proxy',
+    argv: ['--trust-proxy', '127.0.0.1, 10.0.0.0/8,fd00::/8'],
+    expected: { trustedProxies: ['127.0.0.1', '10.0.0.0/8', 'fd00::/8'] },
+  },
 ];
 
 interface InvalidRow {
@@ -291,6 +297,8 @@ const invalidRows: InvalidRow[] = [
     env: { CORS_ORIGINS: 'https://app.example.com/x' },
     messages: [/CORS_ORIGINS/, /app\.example\.com\/x/],
   },
+  { name: 'TRUST_PROXY=yes', env: { TRUST_PROXY: 'yes' }, messages: [/TRUST_PROXY/, /"yes"/] },
+  { name: 'TRUST_PROXY with bad bits', env: { TRUST_PROXY: '10.0.0.0/33' }, messages: [/TRUST_PROXY/] },
   {
     name: 'several bad settings at once: all in one message',
     env: { PORT: 'abc', LOG_LEVEL: 'loud', SHUTDOWN_TIMEOUT_MS: 'soon', DATABASE_URL: 'mysql://db/users' },

@@ -2,6 +2,7 @@ import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:ht
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StoreUnavailableError } from '../store/store.ts';
+import { URL_LIMIT } from './limits.ts';
 import {
   codeForStatus,
   HttpError,
@@ -95,12 +96,25 @@ export function refuseExpectation(_request: IncomingMessage, response: ServerRes
   response.end(body);
 }
 
+/**
+ * Whether the bytes Node could not parse start with a request line longer than the URL limit: Node
+ * refuses a request whose line and headers pass 16 KiB before any route sees it, so a URL too long
+ * for the service's own check (414) arrives here as a header overflow.
+ */
+function longRequestLine(packet: unknown): boolean {
+  if (!Buffer.isBuffer(packet) || !/^[A-Z]+ /.test(packet.subarray(0, 16).toString('latin1'))) return false;
+  const end = packet.indexOf('\r\n');
+  return (end === -1 ? packet.length : end) > URL_LIMIT;
+}
+
 /** For FastifyServerOptions.clientErrorHandler: requests Node's HTTP parser could not read. */
 export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   let body: Problem;
   if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
     body = problem('request-timeout', 'The request took too long to arrive.');
+  } else if (error.code === 'HPE_HEADER_OVERFLOW' && longRequestLine((error as { rawPacket?: unknown }).rawPacket)) {
+    body = problem('uri-too-long', `The URL is longer than the service reads (${URL_LIMIT} bytes).`);
   } else if (error.code === 'HPE_HEADER_OVERFLOW') {
     body = problem('headers-too-large', 'The request line and headers together exceed the limit.');
   } else {
