@@ -66,7 +66,14 @@ async function profileCase(workload: WorkloadName, records: number, serverPrefix
   const server = await startChild(
     {
       argv: [process.execPath, '--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--import', 'tsx', 'src/server.ts'],
-      env: { PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WORKERS: '1' },
+      env: {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATABASE_URL: databaseUrl,
+        LOG_LEVEL: 'warn',
+        WORKERS: '1',
+        RATE_LIMIT: 'off',
+      },
       cwd: ROOT,
       readyPath: '/healthz',
     },

@@ -30,10 +30,14 @@ function nodeScript(root: string, args: string[], env: Record<string, string>, p
 
 const ts = (script: string) => ['--import', 'tsx', script];
 
-/** The service, logging at warn (no line per request) as json-server runs with --quiet. */
+/**
+ * The service, logging at warn (no line per request) as json-server runs with --quiet. All load
+ * comes from one address at thousands of requests a second, so the per-client rate limit is off.
+ */
 function userRecords(root: string, service: ServiceEntry, databaseUrl: string, port: number): Launch {
   // One worker: every system gets one process, whose PID the CPU and memory figures read.
-  return nodeScript(root, service.args, { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WORKERS: '1' }, port);
+  const env = { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WORKERS: '1', RATE_LIMIT: 'off' };
+  return nodeScript(root, service.args, env, port);
 }
 
 /** Every system the bench knows; PostgreSQL only when a cluster URL is given. */
