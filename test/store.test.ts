@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { parseDatabaseUrl } from '../src/config.ts';
 import { openStore } from '../src/store/open-store.ts';
-import type { Commit, ListFilter, User, UserInput, UserStore } from '../src/store/store.ts';
+import type { Commit, IdempotencyKey, ListFilter, User, UserInput, UserStore } from '../src/store/store.ts';
 import { BACKENDS, type Database as TestDatabase } from './helpers/backends.ts';
 
 /** Opens the store a DATABASE_URL names, as the server does. */
@@ -282,6 +282,73 @@ for (const backend of backends) {
       assert.deepEqual(commits[0]?.changes, [{ kind: 'put', user: ada }]);
     });
 
+    describe('createOnce (Idempotency-Key)', () => {
+      const ada: UserInput = { name: 'Ada', age: 36, city: 'London' };
+      const key = (fingerprint: string): IdempotencyKey => ({ key: 'key-1', fingerprint });
+
+      it('stores once; the same fingerprint replays the first record, another is refused', async () => {
+        const first = await store.createOnce(ada, key('f1'));
+        assert.ok(first.ok && !first.replayed);
+        assert.deepEqual(first.user, await store.get(first.user.id));
+        const version = await store.version();
+        assert.deepEqual(await store.createOnce(ada, key('f1')), { ok: true, user: first.user, replayed: true });
+        assert.deepEqual(await store.createOnce({ ...ada, age: 37 }, key('f2')), { ok: false, reason: 'key-reused' });
+        assert.deepEqual(await store.list({}), [first.user]);
+        assert.equal(await store.version(), version, 'a replay or refusal is a read');
+        const other = await store.createOnce(ada, { key: 'key-2', fingerprint: 'f1' });
+        assert.ok(other.ok && !other.replayed && other.user.id > first.user.id, 'keys are independent');
+      });
+
+      it('a replay returns the record as first stored, after it changed or was removed', async () => {
+        const first = await store.createOnce(ada, key('f1'));
+        assert.ok(first.ok);
+        const changed = await store.update(first.user.id, { city: 'Paris' });
+        assert.ok(changed.ok);
+        assert.deepEqual(await store.createOnce(ada, key('f1')), { ok: true, user: first.user, replayed: true });
+        assert.deepEqual(await store.list({}), [changed.user]);
+        assert.ok((await store.remove(first.user.id)).ok);
+        assert.deepEqual(await store.createOnce(ada, key('f1')), { ok: true, user: first.user, replayed: true });
+        assert.deepEqual(await store.list({}), []);
+      });
+
+      it('concurrent calls with one key store one record and report one change', async () => {
+        const commits: Commit[] = [];
+        store.onCommit((commit) => commits.push(commit));
+        const results = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => store.createOnce(ada, key(i < 8 ? 'f1' : 'f2'))),
+        );
+        const created = results.filter((result) => result.ok && !result.replayed);
+        assert.equal(created.length, 1);
+        const user = (created[0] as { user: User }).user;
+        assert.deepEqual(results.slice(1, 8), Array(7).fill({ ok: true, user, replayed: true }));
+        assert.deepEqual(results.slice(8), Array(2).fill({ ok: false, reason: 'key-reused' }));
+        assert.deepEqual(await store.list({}), [user]);
+        // Replays inside the write transaction must not reach caches as changes (their snapshot may be old).
+        assert.deepEqual(
+          commits.flatMap((commit) => commit.changes),
+          [{ kind: 'put', user }],
+        );
+      });
+
+      it('a failing write in the same batch leaves keyed creates, refusals included, as results', async () => {
+        const target = await store.create({ name: 'Ben', age: 41, city: 'Leeds' });
+        const [first, failed, reused, replayed] = await Promise.allSettled([
+          store.createOnce(ada, key('f1')),
+          store.update(target.id, { age: 999 }),
+          store.createOnce(ada, key('f2')),
+          store.createOnce(ada, key('f1')),
+        ]);
+        assert.equal(failed.status, 'rejected');
+        assert.ok(first.status === 'fulfilled' && first.value.ok && !first.value.replayed);
+        assert.deepEqual(reused, { status: 'fulfilled', value: { ok: false, reason: 'key-reused' } });
+        assert.deepEqual(replayed, {
+          status: 'fulfilled',
+          value: { ok: true, user: first.value.user, replayed: true },
+        });
+        assert.equal((await store.list({ name: 'Ada' })).length, 1);
+      });
+    });
+
     it('ping resolves', async () => {
       await store.ping();
     });
@@ -333,7 +400,7 @@ for (const backend of persistent) {
       const created = await Promise.all(stores.map((store, i) => store.create({ name: `n${i}`, age: i, city: 'c' })));
       assert.equal(new Set(created.map((user) => user.id)).size, stores.length);
       for (const store of stores) await store.close();
-      assert.deepEqual(await migrationVersions(url), [1, 2]);
+      assert.deepEqual(await migrationVersions(url), [1, 2, 3]);
     });
 
     it('two stores on one database changing the same records in opposite orders both succeed', async () => {
@@ -382,6 +449,72 @@ for (const backend of persistent) {
       }
     });
 
+    it('migration 3 (idempotency_keys) applies to a database at schema version 2 and keeps its records', async () => {
+      const url = await backend.fresh();
+      const store = await openUrl(url);
+      const ada = await store.create({ name: 'Ada', age: 36, city: 'London' });
+      await store.close();
+      await runSql(url, {
+        sqlite: 'DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version = 3',
+        postgres: 'DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version = 3',
+      });
+      assert.deepEqual(await migrationVersions(url), [1, 2]);
+
+      const upgraded = await openUrl(url);
+      try {
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3]);
+        assert.deepEqual(await upgraded.list({}), [ada]);
+        const first = await upgraded.createOnce(ada, { key: 'k', fingerprint: 'f' });
+        assert.ok(first.ok && !first.replayed);
+        assert.deepEqual(await upgraded.createOnce(ada, { key: 'k', fingerprint: 'f' }), { ...first, replayed: true });
+      } finally {
+        await upgraded.close();
+      }
+    });
+
+    it('a key older than 24 hours is forgotten: the same key stores a new record', async () => {
+      const url = await backend.fresh();
+      const store = await openUrl(url);
+      try {
+        const input = { name: 'Ada', age: 36, city: 'London' };
+        const first = await store.createOnce(input, { key: 'k', fingerprint: 'f' });
+        assert.ok(first.ok);
+        await ageKeys(url, 23);
+        assert.deepEqual(await store.createOnce(input, { key: 'k', fingerprint: 'f' }), { ...first, replayed: true });
+        await ageKeys(url, 2);
+        const again = await store.createOnce(input, { key: 'k', fingerprint: 'other' });
+        assert.ok(again.ok && !again.replayed && again.user.id > first.user.id, JSON.stringify(again));
+        assert.deepEqual(await store.createOnce(input, { key: 'k', fingerprint: 'other' }), {
+          ...again,
+          replayed: true,
+        });
+        assert.deepEqual(await keyCount(url), 1);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('expired keys are deleted by the next keyed create of a newly opened store', async () => {
+      const url = await backend.fresh();
+      const first = await openUrl(url);
+      for (const key of ['a', 'b', 'c'])
+        await first.createOnce({ name: key, age: 1, city: 'c' }, { key, fingerprint: 'f' });
+      await first.close();
+      await ageKeys(url, 25);
+      await runSql(url, {
+        sqlite: "UPDATE idempotency_keys SET created_at = created_at + 7200000 WHERE key = 'c'",
+        postgres: "UPDATE idempotency_keys SET created_at = created_at + interval '2 hours' WHERE key = 'c'",
+      });
+      assert.equal(await keyCount(url), 3);
+      const store = await openUrl(url);
+      try {
+        await store.createOnce({ name: 'd', age: 1, city: 'c' }, { key: 'd', fingerprint: 'f' });
+        assert.equal(await keyCount(url), 2, 'a and b (expired) are gone; c (not yet) and d stay');
+      } finally {
+        await store.close();
+      }
+    });
+
     it('refuses a database whose schema is newer than this service knows', async () => {
       const url = await backend.fresh();
       await (await openUrl(url)).close();
@@ -422,4 +555,52 @@ async function addFutureMigration(url: string): Promise<void> {
   await client.connect();
   await client.query("INSERT INTO schema_migrations (version, name) VALUES (999, 'future')");
   await client.end();
+}
+
+/** Runs SQL on the database a URL names with its own client, outside any store. */
+async function runSql(url: string, sql: { sqlite: string; postgres: string }): Promise<void> {
+  if (!url.startsWith('postgres')) {
+    const db = new Database(url);
+    try {
+      db.exec(sql.sqlite);
+    } finally {
+      db.close();
+    }
+    return;
+  }
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql.postgres);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Makes every remembered Idempotency-Key `hours` older, as if that time had passed. */
+function ageKeys(url: string, hours: number): Promise<void> {
+  return runSql(url, {
+    sqlite: `UPDATE idempotency_keys SET created_at = created_at - ${hours * 3_600_000}`,
+    postgres: `UPDATE idempotency_keys SET created_at = created_at - interval '${hours} hours'`,
+  });
+}
+
+/** How many Idempotency-Key rows the database holds, expired or not. */
+async function keyCount(url: string): Promise<number> {
+  const query = 'SELECT count(*) AS n FROM idempotency_keys';
+  if (!url.startsWith('postgres')) {
+    const db = new Database(url, { readonly: true });
+    try {
+      return Number((db.prepare(query).get() as { n: number }).n);
+    } finally {
+      db.close();
+    }
+  }
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return Number((await client.query<{ n: string }>(query)).rows[0]?.n);
+  } finally {
+    await client.end();
+  }
 }

@@ -27,6 +27,7 @@ const ERROR_MEANINGS: Record<number, string> = {
   405: 'The path does not serve this method; see the Allow header.',
   412: 'If-Match did not match the current ETag; nothing was changed.',
   413: 'The body is larger than 64 KiB.',
+  422: 'The Idempotency-Key was already used with other input (another name, age or city, or another `fields`); nothing was stored.',
   500: 'An internal error; the cause is logged, not shown.',
   503: 'The database is not reachable or the service is shutting down.',
 };

@@ -36,6 +36,21 @@ const MIGRATIONS: readonly Migration[] = [
       INSERT INTO store_version (id, version) VALUES (1, 0);
     `,
   },
+  {
+    version: 3,
+    name: 'create idempotency_keys',
+    // The Idempotency-Keys of POST /users: a hash of the input, never the input, and the record as
+    // first created. The primary key makes a second row for a key an error, never a duplicate.
+    sql: `
+      CREATE TABLE idempotency_keys (
+        key TEXT PRIMARY KEY CHECK (char_length(key) BETWEEN 1 AND 255),
+        fingerprint TEXT NOT NULL,
+        user_json TEXT NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+      );
+      CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+    `,
+  },
 ];
 
 /** Any fixed number works; it only has to be the same in every instance of the service. */

@@ -1,10 +1,14 @@
 import pg, { type Pool, type PoolClient, type QueryConfig } from 'pg';
+import { createdChanges, type KeyRow, PRUNE_INTERVAL_MS, replayOf, snapshotOf } from './idempotency-keys.ts';
 import { PostgresBatch } from './postgres-batch.ts';
 import { migratePostgres } from './postgres-migrations.ts';
 import {
   type Change,
   type Commit,
+  type CreateResult,
   changeOf,
+  IDEMPOTENCY_KEY_TTL_MS,
+  type IdempotencyKey,
   type ListFilter,
   type Precondition,
   StoreUnavailableError,
@@ -110,6 +114,8 @@ export class PostgresStore implements UserStore {
   readonly #batch: PostgresBatch;
   readonly #listNames = new Map<string, string>();
   readonly #listeners: Array<(commit: Commit) => void> = [];
+  /** When this instance last deleted expired keys (0: not yet). */
+  #prunedAt = 0;
 
   constructor(pool: Pool) {
     this.#pool = pool;
@@ -170,6 +176,55 @@ export class PostgresStore implements UserStore {
       });
       return toUser(rows[0] as UserRow);
     }, changeOf);
+  }
+
+  async createOnce(input: UserInput, idempotency: IdempotencyKey): Promise<CreateResult> {
+    // A retry of an answered request is a read; only an unknown key needs the write path.
+    const known = await guarded(() => this.#remembered(this.#pool, idempotency));
+    if (known !== undefined) return known;
+    return this.#write(async (client) => {
+      // Checked again inside the write. Every write transaction first locks the store_version row,
+      // so a twin on any instance has either committed its key (seen here) or is in this very
+      // batch transaction (seen too). The primary key turns any slip into an error, not a duplicate.
+      const again = await this.#remembered(client, idempotency);
+      if (again !== undefined) return again;
+      if (Date.now() - this.#prunedAt >= PRUNE_INTERVAL_MS) {
+        await client.query({
+          name: 'idempotency-prune',
+          text: `DELETE FROM idempotency_keys WHERE created_at <= now() - $1 * interval '1 millisecond'`,
+          values: [IDEMPOTENCY_KEY_TTL_MS],
+        });
+        this.#prunedAt = Date.now();
+      }
+      await client.query({
+        name: 'idempotency-drop-expired',
+        text: `DELETE FROM idempotency_keys WHERE key = $1 AND created_at <= now() - $2 * interval '1 millisecond'`,
+        values: [idempotency.key, IDEMPOTENCY_KEY_TTL_MS],
+      });
+      const { rows } = await client.query<UserRow>({
+        name: 'users-insert',
+        text: `INSERT INTO users (name, age, city) VALUES ($1, $2, $3) RETURNING ${COLUMNS}`,
+        values: [input.name, input.age, input.city],
+      });
+      const user = toUser(rows[0] as UserRow);
+      await client.query({
+        name: 'idempotency-insert',
+        text: 'INSERT INTO idempotency_keys (key, fingerprint, user_json) VALUES ($1, $2, $3)',
+        values: [idempotency.key, idempotency.fingerprint, snapshotOf(user)],
+      });
+      return { ok: true, user, replayed: false };
+    }, createdChanges);
+  }
+
+  async #remembered(db: Pool | PoolClient, idempotency: IdempotencyKey): Promise<CreateResult | undefined> {
+    const { rows } = await db.query<KeyRow>({
+      name: 'idempotency-find',
+      text: `SELECT fingerprint, user_json FROM idempotency_keys
+             WHERE key = $1 AND created_at > now() - $2 * interval '1 millisecond'`,
+      values: [idempotency.key, IDEMPOTENCY_KEY_TTL_MS],
+    });
+    const row = rows[0];
+    return row === undefined ? undefined : replayOf(row, idempotency.fingerprint);
   }
 
   update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Promise<WriteResult> {

@@ -33,6 +33,21 @@ const MIGRATIONS: readonly Migration[] = [
       INSERT INTO store_version (id, version) VALUES (1, 0);
     `,
   },
+  {
+    version: 3,
+    name: 'create idempotency_keys',
+    // The Idempotency-Keys of POST /users: a hash of the input, never the input, and the record as
+    // first created. created_at is in milliseconds since the epoch, as in users.
+    sql: `
+      CREATE TABLE idempotency_keys (
+        key TEXT PRIMARY KEY NOT NULL CHECK (length(key) BETWEEN 1 AND 255),
+        fingerprint TEXT NOT NULL,
+        user_json TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+    `,
+  },
 ];
 
 /**

@@ -2,11 +2,15 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database, { SqliteError, type Statement } from 'better-sqlite3';
 import { GroupCommit } from './group-commit.ts';
+import { createdChanges, type KeyRow, PRUNE_INTERVAL_MS, replayOf, snapshotOf } from './idempotency-keys.ts';
 import { migrate } from './sqlite-migrations.ts';
 import {
   type Change,
   type Commit,
+  type CreateResult,
   changeOf,
+  IDEMPOTENCY_KEY_TTL_MS,
+  type IdempotencyKey,
   type ListFilter,
   type Precondition,
   StoreUnavailableError,
@@ -88,6 +92,12 @@ export class SqliteStore implements UserStore {
   readonly #insert: Statement<[string, number, string, number, number], UserRow>;
   readonly #update: Statement<[string, number, string, number, number], UserRow>;
   readonly #delete: Statement<[number]>;
+  readonly #findKey: Statement<[string, number], KeyRow>;
+  readonly #insertKey: Statement<[string, string, string, number]>;
+  readonly #dropExpiredKeys: Statement<[number]>;
+  readonly #dropExpiredKey: Statement<[string, number]>;
+  /** When this store last deleted expired keys (0: not yet). */
+  #prunedAt = 0;
 
   constructor(db: Database.Database) {
     this.#db = db;
@@ -105,6 +115,12 @@ export class SqliteStore implements UserStore {
        WHERE id = ? RETURNING *`,
     );
     this.#delete = db.prepare('DELETE FROM users WHERE id = ?');
+    this.#findKey = db.prepare('SELECT fingerprint, user_json FROM idempotency_keys WHERE key = ? AND created_at > ?');
+    this.#insertKey = db.prepare(
+      'INSERT INTO idempotency_keys (key, fingerprint, user_json, created_at) VALUES (?, ?, ?, ?)',
+    );
+    this.#dropExpiredKeys = db.prepare('DELETE FROM idempotency_keys WHERE created_at <= ?');
+    this.#dropExpiredKey = db.prepare('DELETE FROM idempotency_keys WHERE key = ? AND created_at <= ?');
   }
 
   list(filter: ListFilter): Promise<User[]> {
@@ -142,6 +158,33 @@ export class SqliteStore implements UserStore {
       const now = Date.now();
       return toUser(this.#insert.get(input.name, input.age, input.city, now, now) as UserRow);
     }, changeOf);
+  }
+
+  async createOnce(input: UserInput, idempotency: IdempotencyKey): Promise<CreateResult> {
+    // A retry of an answered request is a read; only an unknown key needs the write path.
+    const known = await guarded(() => this.#remembered(idempotency, Date.now()));
+    if (known !== undefined) return known;
+    return this.#write(() => {
+      const now = Date.now();
+      // Checked again inside the write: writes are serialized, so a concurrent twin has either
+      // committed its key or is in this very transaction, and is seen here.
+      const again = this.#remembered(idempotency, now);
+      if (again !== undefined) return again;
+      const expiredBefore = now - IDEMPOTENCY_KEY_TTL_MS;
+      if (now - this.#prunedAt >= PRUNE_INTERVAL_MS) {
+        this.#dropExpiredKeys.run(expiredBefore);
+        this.#prunedAt = now;
+      }
+      this.#dropExpiredKey.run(idempotency.key, expiredBefore);
+      const user = toUser(this.#insert.get(input.name, input.age, input.city, now, now) as UserRow);
+      this.#insertKey.run(idempotency.key, idempotency.fingerprint, snapshotOf(user), now);
+      return { ok: true, user, replayed: false };
+    }, createdChanges);
+  }
+
+  #remembered(idempotency: IdempotencyKey, now: number): CreateResult | undefined {
+    const row = this.#findKey.get(idempotency.key, now - IDEMPOTENCY_KEY_TTL_MS);
+    return row === undefined ? undefined : replayOf(row, idempotency.fingerprint);
   }
 
   update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Promise<WriteResult> {

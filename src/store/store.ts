@@ -31,6 +31,24 @@ export type Precondition = (current: User) => boolean;
 
 export type WriteResult = { ok: true; user: User } | { ok: false; reason: 'not-found' | 'precondition-failed' };
 
+/** An `Idempotency-Key` and the fingerprint (a hash) of the request input it came with. */
+export interface IdempotencyKey {
+  key: string;
+  fingerprint: string;
+}
+
+/**
+ * How long a key is remembered: a retry within a day replays, after that the key is free again.
+ * Kept in the database, so restarts and other instances see the same keys.
+ */
+export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * A keyed create: the record just stored, or, for a key already used with the same fingerprint, the
+ * record as it was first stored (`replayed`); or a refusal when the key came with other input.
+ */
+export type CreateResult = { ok: true; user: User; replayed: boolean } | { ok: false; reason: 'key-reused' };
+
 /** What one write did to the stored records. */
 export type Change = { kind: 'put'; user: User } | { kind: 'delete'; id: number };
 
@@ -58,6 +76,12 @@ export interface UserStore {
   list(filter: ListFilter): Promise<User[]>;
   get(id: number): Promise<User | undefined>;
   create(input: UserInput): Promise<User>;
+  /**
+   * Creates a record unless the key is remembered: then nothing is stored and the first record is
+   * returned (same fingerprint) or the key is refused (another fingerprint). The key is stored in
+   * the record's transaction and remembered for IDEMPOTENCY_KEY_TTL_MS.
+   */
+  createOnce(input: UserInput, idempotency: IdempotencyKey): Promise<CreateResult>;
   /** Changes the given fields (all three for a full replace). */
   update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Promise<WriteResult>;
   remove(id: number, precondition?: Precondition): Promise<WriteResult>;

@@ -3,10 +3,11 @@ import type { FastifyInstance } from 'fastify';
 import { jsonResponse, problemResponses } from '../http/schemas.ts';
 import type { ListFilter, User, UserInput, UserStore } from '../store/store.ts';
 import { FullListing } from './full-listing.ts';
+import { checkIdempotencyKey, createIdempotently } from './idempotency.ts';
 import { normalizeInput } from './input.ts';
 import { ETAG, FORMS, NOT_MODIFIED, TAGS } from './openapi.ts';
 import { envelope, selectedFields, userEtag } from './present.ts';
-import { FullInputQuery, InputBody, ListQuery, ReadHeaders, UsersEnvelope } from './schemas.ts';
+import { CreateHeaders, FullInputQuery, InputBody, ListQuery, ReadHeaders, UsersEnvelope } from './schemas.ts';
 
 /** `GET /users` (all records, or filtered pages) and `POST /users`. */
 export function registerCollectionRoutes(app: FastifyInstance, store: UserStore, listingCacheBytes: number): void {
@@ -63,32 +64,42 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
   api.post(
     '/users',
     {
-      preValidation,
+      preValidation: [preValidation, checkIdempotencyKey],
       schema: {
         tags: TAGS,
         summary: 'Create a record',
         description:
-          'The parameters go in the query string (the original contract), or as a JSON or form body; not both. Answers 200 with the stored record and a `Location` header.',
+          'The parameters go in the query string (the original contract), or as a JSON or form body; not both. Answers 200 with the stored record and a `Location` header. With an `Idempotency-Key`, a retry with the same input within 24 hours stores nothing and gets the first answer again (with `Idempotent-Replayed: true`); the same key with other input answers 422.',
         querystring: FullInputQuery,
+        headers: CreateHeaders,
         body: InputBody,
         consumes: FORMS,
         response: {
-          200: jsonResponse(UsersEnvelope, 'The record just stored.', {
-            Location: 'The new record, /users/{id}.',
-            'Content-Location': 'The same: the body is a representation of the new record.',
-            ...ETAG,
-          }),
-          ...problemResponses(400, 413, 500, 503),
+          200: jsonResponse(
+            UsersEnvelope,
+            'The record just stored (or, for a replayed Idempotency-Key, as first stored).',
+            {
+              Location: 'The new record, /users/{id}.',
+              'Content-Location': 'The same: the body is a representation of the new record.',
+              ...ETAG,
+              'Idempotent-Replayed':
+                '"true" when this is the remembered answer to an earlier request with the same Idempotency-Key.',
+            },
+          ),
+          ...problemResponses(400, 413, 422, 500, 503),
         },
       },
     },
     async (request, reply) => {
       const query = request.query;
-      const user = await store.create(toInput(query));
+      const fields = selectedFields(query.fields);
+      const key = request.headers['idempotency-key'];
+      const { user, replayed } = await createIdempotently(store, toInput(query), fields, key);
       // Content-Location makes the body a representation of the new record, which the ETag then describes.
       const location = `/users/${user.id}`;
       reply.header('location', location).header('content-location', location).header('etag', userEtag(user));
-      return envelope([user], selectedFields(query.fields));
+      if (replayed) reply.header('idempotent-replayed', 'true');
+      return envelope([user], fields);
     },
   );
 }

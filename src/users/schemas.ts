@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE } from './idempotency.ts';
 
 /**
  * The schemas of the users API. Each one validates requests, types the handlers and is published
@@ -148,6 +149,17 @@ export const WriteHeaders = Type.Object({
   'if-match': Type.Optional(
     Type.String({
       description: 'The ETag the change is based on (or *); 412 and no change when the record has changed since.',
+    }),
+  ),
+});
+
+/** POST /users: the retry key, for the OpenAPI document (checked by checkIdempotencyKey). */
+export const CreateHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      pattern: IDEMPOTENCY_KEY_PATTERN,
+      description: `A client-chosen key, ${IDEMPOTENCY_KEY_RULE}, e.g. a UUID. A retry with the same key and input within 24 hours stores nothing and gets the first answer again; the same key with other input answers 422.`,
+      examples: ['3f0c9a4e-8d1b-4c57-9a8e-2b6f1d7e5a10'],
     }),
   ),
 });

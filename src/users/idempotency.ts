@@ -1,0 +1,50 @@
+import { createHash } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import { HttpError } from '../http/problem.ts';
+import { addParamErrors } from '../http/query-string.ts';
+import type { User, UserInput, UserStore } from '../store/store.ts';
+import type { FieldName } from './schemas.ts';
+
+/** 1 to 255 printable ASCII characters: no spaces, so a repeated header (joined with ", ") fails. */
+export const IDEMPOTENCY_KEY_PATTERN = '^[\\x21-\\x7E]{1,255}$';
+export const IDEMPOTENCY_KEY_RULE = '1 to 255 printable ASCII characters, with no spaces';
+const KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN);
+
+/**
+ * preValidation for POST /users: a bad Idempotency-Key joins the query's faults, so it is reported
+ * in the same 400 as every other bad parameter, under the header's own name.
+ */
+export async function checkIdempotencyKey(request: FastifyRequest): Promise<void> {
+  const key = request.headers['idempotency-key'];
+  if (key === undefined || (typeof key === 'string' && KEY.test(key))) return;
+  addParamErrors(request.query as object, [
+    { parameter: 'Idempotency-Key', detail: `must be ${IDEMPOTENCY_KEY_RULE}` },
+  ]);
+}
+
+/**
+ * What makes two requests "the same": the stored input and the fields the answer shows, however
+ * they were sent (query, JSON or form). Only this hash is kept, never the input itself.
+ */
+export function fingerprintOf(input: UserInput, fields: readonly FieldName[]): string {
+  const canonical = JSON.stringify([input.name, input.age, input.city, fields.join(',')]);
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+/** Creates the record, or, for a remembered Idempotency-Key, answers as the first time (422 for other input). */
+export async function createIdempotently(
+  store: UserStore,
+  input: UserInput,
+  fields: readonly FieldName[],
+  key: string | undefined,
+): Promise<{ user: User; replayed: boolean }> {
+  if (key === undefined) return { user: await store.create(input), replayed: false };
+  const result = await store.createOnce(input, { key, fingerprint: fingerprintOf(input, fields) });
+  if (!result.ok) {
+    throw new HttpError(
+      'idempotency-key-reused',
+      'This Idempotency-Key was already used with other input; nothing was stored. Send a new key for a new request.',
+    );
+  }
+  return result;
+}
