@@ -20,12 +20,14 @@ const CHROMIUM_ARGS = [
 const SCREENSHOT = '/tmp/docs.png';
 const RENDER_TIMEOUT_MS = 20_000;
 
-describe('/docs in a real browser with the network off', () => {
+describe('/docs in a real browser with the network off and tokens required', () => {
   const cleanups: Array<() => void> = [];
   /** Every request the page tried to send anywhere but 127.0.0.1; each was aborted. */
   const leaked: string[] = [];
   /** Uncaught errors in the page, shown when an assertion fails. */
   const pageErrors: string[] = [];
+  /** What the page's Content-Security-Policy blocked, as Chromium reports it on the console. */
+  const cspViolations: string[] = [];
   let server: RunningServer | undefined;
   let context: BrowserContext | undefined;
   let page: Page | undefined;
@@ -36,7 +38,8 @@ describe('/docs in a real browser with the network off', () => {
     if (!existsSync(CHROMIUM)) return;
     const data = tempDir();
     cleanups.push(data.cleanup);
-    server = await startServer({ DATABASE_URL: join(data.dir, 'users.db') });
+    // With tokens configured: the page and everything it loads must still need none.
+    server = await startServer({ DATABASE_URL: join(data.dir, 'users.db'), API_TOKENS: 'read:docs-test-read-token' });
 
     const profile = tempDir('user-records-chromium-');
     cleanups.push(profile.cleanup);
@@ -58,6 +61,9 @@ describe('/docs in a real browser with the network off', () => {
     });
     page = context.pages()[0] ?? (await context.newPage());
     page.on('pageerror', (error) => pageErrors.push(error.message));
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+    });
   });
 
   after(async () => {
@@ -85,6 +91,7 @@ describe('/docs in a real browser with the network off', () => {
     assert.ok(page !== undefined && server !== undefined, 'the browser or the server did not start');
     const response = await page.goto(`${server.url}/docs`, { waitUntil: 'load' });
     assert.equal(response?.status(), 200);
+    assert.match(response?.headers()['content-security-policy'] ?? '', /default-src 'none'/);
 
     await page
       .locator('.opblock', { hasText: '/users' })
@@ -104,6 +111,10 @@ describe('/docs in a real browser with the network off', () => {
     const operations = await page.locator('.opblock').count();
     assert.ok(operations >= 6, `expected at least 6 operation blocks, saw ${operations}`);
 
+    // The OpenAPI document declares bearer auth, so the page offers to send a token.
+    assert.ok(await page.locator('.btn.authorize').first().isVisible(), 'no Authorize button');
+
     assert.deepEqual(leaked, [], `requests left 127.0.0.1: ${leaked.join(', ')}`);
+    assert.deepEqual(cspViolations, [], `the page's CSP blocked something:\n${cspViolations.join('\n')}`);
   });
 });

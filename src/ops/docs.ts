@@ -1,11 +1,17 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import { PUBLIC_ROUTES } from '../http/auth.ts';
 import { allowOnly } from '../http/methods.ts';
+import { PROBLEM_CONTENT_TYPE } from '../http/problem.ts';
+import { ProblemSchema } from '../http/schemas.ts';
+import { DOCS_CSP } from '../http/security-headers.ts';
 
 export const API_VERSION = '1.0.0';
 
 interface Operation {
+  security?: Array<Record<string, string[]>>;
+  responses?: Record<string, unknown>;
   parameters?: Array<{ in: string; name: string; required?: boolean; description?: string }>;
   requestBody?: { required?: boolean; content?: Record<string, { schema?: { properties?: object } }> };
 }
@@ -35,6 +41,31 @@ function markBodyAlternatives(document: OpenApiPaths) {
   return document;
 }
 
+const READ_METHODS = new Set(['get', 'head', 'options']);
+
+function problemResponse(description: string) {
+  return { description, content: { [PROBLEM_CONTENT_TYPE]: { schema: ProblemSchema } } };
+}
+
+/**
+ * Public operations need no token (`security: []`); the rest declare the 401 and, when they write,
+ * the 403 that come with tokens configured.
+ */
+function markSecurity(document: OpenApiPaths) {
+  for (const [path, item] of Object.entries(document.paths ?? {})) {
+    for (const [method, operation] of Object.entries(item)) {
+      if (PUBLIC_ROUTES.has(path)) {
+        operation.security = [];
+        continue;
+      }
+      const responses = (operation.responses ??= {});
+      responses['401'] ??= problemResponse('Tokens are configured and this request had none, or a wrong one.');
+      if (!READ_METHODS.has(method)) responses['403'] ??= problemResponse('The token may only read.');
+    }
+  }
+  return document;
+}
+
 /**
  * The OpenAPI 3.1 document, generated from the route schemas that validate requests, at
  * `/openapi.json`, and a Swagger UI page for it at `/docs` that loads nothing from the internet.
@@ -53,17 +84,29 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
         { name: 'users', description: 'The user records' },
         { name: 'operations', description: 'Health and documentation' },
       ],
+      // Enforced only when the service has tokens configured (API_TOKENS); the docs page can send one.
+      components: {
+        securitySchemes: {
+          bearerAuth: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'A read token (GET, HEAD) or a write token (everything), when tokens are configured.',
+          },
+        },
+      },
+      security: [{ bearerAuth: [] }],
     },
     exposeHeadRoutes: true,
     transformObject: (documentObject) =>
       'openapiObject' in documentObject
-        ? markBodyAlternatives(documentObject.openapiObject as OpenApiPaths)
+        ? markSecurity(markBodyAlternatives(documentObject.openapiObject as OpenApiPaths))
         : documentObject.swaggerObject,
   });
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     uiConfig: { docExpansion: 'list', deepLinking: true, validatorUrl: null },
-    staticCSP: true,
+    // Replaces the JSON answers' CSP on the docs routes; the default one allows remote styles and fonts.
+    staticCSP: DOCS_CSP,
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   allowOnly(app, '/openapi.json', ['GET']);
