@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { pino } from 'pino';
 import type { Config } from './config.ts';
+import { aggregateWorkerMetrics } from './ops/cluster-metrics.ts';
 
 /** A worker that dies this soon after it started is failing to start, not crashing under load. */
 const RESTART_DELAY_MS = 1000;
@@ -8,13 +9,15 @@ const RESTART_DELAY_MS = 1000;
 /**
  * The primary process of `WORKERS` > 1: forks the workers, which share the port (the primary hands
  * out connections in turn), replaces a worker that dies, and on SIGTERM/SIGINT stops them all,
- * each finishing its requests in flight, then exits 0 if every worker stopped cleanly.
+ * each finishing its requests in flight, then exits 0 if every worker stopped cleanly. A scrape of
+ * `/metrics` on any worker is answered with the sum over all of them, gathered here.
  */
 export function runPrimary(config: Readonly<Config>): void {
   const log = pino({ level: config.logLevel, base: { pid: process.pid, role: 'primary' } });
   const listening = new Set<Worker>();
   let stopping = false;
   let failed = false;
+  const metrics = aggregateWorkerMetrics(listening);
 
   const fork = () => {
     const worker = cluster.fork();
@@ -30,6 +33,7 @@ export function runPrimary(config: Readonly<Config>): void {
     });
     worker.once('exit', (code, signal) => {
       const started = listening.delete(worker);
+      metrics.retire(worker);
       if (stopping) {
         if (code !== 0) failed = true;
         if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(failed ? 1 : 0);

@@ -1,7 +1,136 @@
 import type { FastifyInstance } from 'fastify';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { allowOnly } from '../http/methods.ts';
+import { HttpError } from '../http/problem.ts';
 import type { UserStore } from '../store/store.ts';
+import { inWorker, joinWorkerMetrics } from './cluster-metrics.ts';
+import { timedStore } from './timed-store.ts';
 
-/** Prometheus metrics at /metrics (placeholder: being written). Returns the store to hand to routes. */
-export function registerMetrics(_app: FastifyInstance, store: UserStore): UserStore {
-  return store;
+/** A request's route label when no route matched: one value, never the raw URL (it carries personal data). */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+// A request here takes well under a millisecond to a few; a full listing or a slow disk takes
+// seconds. The database calls beneath it start an order of magnitude lower.
+const HTTP_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const DB_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+/** Until the stores have it (requested): the number of records stored, by one cheap query. */
+interface Countable {
+  count(): Promise<number>;
+}
+
+function isCountable(store: object): store is Countable {
+  return typeof (store as Partial<Countable>).count === 'function';
+}
+
+// CPU, memory, event loop, GC: one set per process, shared by every app in it. Each set starts an
+// event-loop delay monitor and a GC observer that nothing can stop, so one per app would pile up in
+// tests that build many apps; the app's own metrics stay in a registry of its own.
+let processRegistry: Registry | undefined;
+
+function processMetrics(): Registry {
+  if (processRegistry === undefined) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+/**
+ * Prometheus metrics at `GET /metrics`: requests by method, route pattern and status, their latency,
+ * database latency by operation, records stored, rate-limited and shed requests, and the process's
+ * own. Register before the hooks that refuse requests, so refusals are counted too. Returns the store
+ * to hand to the routes: the given one, with each database call timed.
+ */
+export function registerMetrics(app: FastifyInstance, store: UserStore): UserStore {
+  const registry = new Registry();
+  const requests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests answered, by method, route pattern and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const requestDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from receiving a request to sending its answer, by method and route pattern.',
+    labelNames: ['method', 'route'] as const,
+    buckets: HTTP_BUCKETS,
+    registers: [registry],
+  });
+  const dbDuration = new Histogram({
+    name: 'db_operation_duration_seconds',
+    help: 'Time the database took for each store operation, failed ones included.',
+    labelNames: ['operation'] as const,
+    buckets: DB_BUCKETS,
+    registers: [registry],
+  });
+  const rateLimited = new Counter({
+    name: 'http_requests_rate_limited_total',
+    help: 'Requests refused by the rate limit (answered 429).',
+    registers: [registry],
+  });
+  const shed = new Counter({
+    name: 'http_requests_shed_total',
+    help: 'Requests refused because the service was overloaded (answered 503).',
+    registers: [registry],
+  });
+
+  if (isCountable(store)) {
+    const stored: Gauge = new Gauge({
+      name: 'user_records_stored',
+      help: 'User records stored now, counted at scrape time.',
+      // Every worker counts the same table: the service's figure is one count, not their sum.
+      aggregator: 'max',
+      registers: [registry],
+      collect: async () => {
+        const end = dbDuration.startTimer({ operation: 'count' });
+        try {
+          stored.set(await store.count());
+        } catch (error) {
+          // The last count stands; failing the scrape would hide every other metric when they matter.
+          app.log.warn({ err: error }, 'metrics: could not count the stored records');
+        } finally {
+          end();
+        }
+      },
+    });
+  }
+
+  app.addHook('onResponse', async (request, reply) => {
+    const method = request.method;
+    const route = request.routeOptions.url ?? UNMATCHED_ROUTE;
+    requests.inc({ method, route, status: reply.statusCode });
+    requestDuration.observe({ method, route }, reply.elapsedTime / 1000);
+    if (reply.statusCode === 429) rateLimited.inc();
+  });
+  // onError sees the error as thrown, before the error handler turns it into a 503 like any other.
+  app.addHook('onError', async (_request, _reply, error) => {
+    if (error instanceof HttpError && error.code === 'overloaded') shed.inc();
+  });
+
+  const local = Registry.merge([processMetrics(), registry]);
+  const worker = inWorker() ? joinWorkerMetrics(local) : undefined;
+  app.addHook('onClose', async () => worker?.leave());
+
+  app.get(
+    '/metrics',
+    // Hidden: this route is added before the OpenAPI plugin, which lists only routes added after it;
+    // and it is an operations endpoint for Prometheus, not part of the API.
+    { schema: { hide: true } },
+    async (request, reply) => {
+      let text: string;
+      try {
+        text = worker === undefined ? await local.metrics() : await worker.scrape();
+      } catch (error) {
+        request.log.warn({ err: error }, 'metrics: could not gather every worker');
+        throw new HttpError('unavailable', 'The metrics of every worker could not be gathered; retry.', {
+          headers: { 'retry-after': '1' },
+        });
+      }
+      return reply.type(local.contentType).header('cache-control', 'no-store').send(text);
+    },
+  );
+  allowOnly(app, '/metrics', ['GET']);
+
+  return timedStore(store, (operation, seconds) => dbDuration.observe({ operation }, seconds));
 }
