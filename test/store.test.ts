@@ -200,6 +200,15 @@ for (const backend of backends) {
       assert.deepEqual(await store.remove(drop.id), { ok: false, reason: 'not-found' });
     });
 
+    it('count follows creates and removes', async () => {
+      assert.equal(await store.count(), 0);
+      const first = await store.create({ name: 'Ada', age: 36, city: 'London' });
+      await store.create({ name: 'Ben', age: 41, city: 'Leeds' });
+      assert.equal(await store.count(), 2);
+      await store.remove(first.id);
+      assert.equal(await store.count(), 1);
+    });
+
     it('ids are never reused, even after removing the newest record', async () => {
       await store.create({ name: 'Ada', age: 36, city: 'London' });
       const newest = await store.create({ name: 'Ben', age: 41, city: 'Leeds' });

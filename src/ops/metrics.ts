@@ -14,15 +14,6 @@ export const UNMATCHED_ROUTE = 'unmatched';
 const HTTP_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const DB_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
-/** Until the stores have it (requested): the number of records stored, by one cheap query. */
-interface Countable {
-  count(): Promise<number>;
-}
-
-function isCountable(store: object): store is Countable {
-  return typeof (store as Partial<Countable>).count === 'function';
-}
-
 // CPU, memory, event loop, GC: one set per process, shared by every app in it. Each set starts an
 // event-loop delay monitor and a GC observer that nothing can stop, so one per app would pile up in
 // tests that build many apps; the app's own metrics stay in a registry of its own.
@@ -75,26 +66,24 @@ export function registerMetrics(app: FastifyInstance, store: UserStore): UserSto
     registers: [registry],
   });
 
-  if (isCountable(store)) {
-    const stored: Gauge = new Gauge({
-      name: 'user_records_stored',
-      help: 'User records stored now, counted at scrape time.',
-      // Every worker counts the same table: the service's figure is one count, not their sum.
-      aggregator: 'max',
-      registers: [registry],
-      collect: async () => {
-        const end = dbDuration.startTimer({ operation: 'count' });
-        try {
-          stored.set(await store.count());
-        } catch (error) {
-          // The last count stands; failing the scrape would hide every other metric when they matter.
-          app.log.warn({ err: error }, 'metrics: could not count the stored records');
-        } finally {
-          end();
-        }
-      },
-    });
-  }
+  const stored: Gauge = new Gauge({
+    name: 'user_records_stored',
+    help: 'User records stored now, counted at scrape time.',
+    // Every worker counts the same table: the service's figure is one count, not their sum.
+    aggregator: 'max',
+    registers: [registry],
+    collect: async () => {
+      const end = dbDuration.startTimer({ operation: 'count' });
+      try {
+        stored.set(await store.count());
+      } catch (error) {
+        // The last count stands; failing the scrape would hide every other metric when they matter.
+        app.log.warn({ err: error }, 'metrics: could not count the stored records');
+      } finally {
+        end();
+      }
+    },
+  });
 
   app.addHook('onResponse', async (request, reply) => {
     const method = request.method;

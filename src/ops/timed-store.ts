@@ -25,6 +25,7 @@ export function timedStore(store: UserStore, observe: ObserveDuration): UserStor
     update: (...args: Parameters<UserStore['update']>) => timed('update', () => store.update(...args)),
     remove: (...args: Parameters<UserStore['remove']>) => timed('remove', () => store.remove(...args)),
     version: (...args: Parameters<UserStore['version']>) => timed('version', () => store.version(...args)),
+    count: (...args: Parameters<UserStore['count']>) => timed('count', () => store.count(...args)),
     ping: (...args: Parameters<UserStore['ping']>) => timed('ping', () => store.ping(...args)),
     // Not database round trips worth a latency series: a listener registration and shutdown.
     onCommit: (...args: Parameters<UserStore['onCommit']>) => store.onCommit(...args),

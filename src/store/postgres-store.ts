@@ -254,6 +254,13 @@ export class PostgresStore implements UserStore {
     );
   }
 
+  count(): Promise<number> {
+    return guarded(async () => {
+      const result = await this.#pool.query<{ count: string }>('SELECT count(*) FROM users');
+      return Number(result.rows[0]?.count ?? 0);
+    });
+  }
+
   ping(): Promise<void> {
     return guarded(async () => {
       await this.#pool.query('SELECT 1');

@@ -238,6 +238,10 @@ export class SqliteStore implements UserStore {
     };
   }
 
+  count(): Promise<number> {
+    return guarded(() => Number(this.#db.prepare('SELECT count(*) FROM users').pluck().get()));
+  }
+
   ping(): Promise<void> {
     return guarded(() => {
       this.#db.prepare('SELECT 1').get();

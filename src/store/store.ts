@@ -93,6 +93,8 @@ export interface UserStore {
   /** Called after each commit of this store's own writes, in commit order. */
   onCommit(listener: (commit: Commit) => void): void;
   /** Resolves when the database answers; rejects otherwise. */
+  /** How many records are stored now. */
+  count(): Promise<number>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
