@@ -21,7 +21,7 @@ export const ProblemSchema = Type.Object(
   { description: 'RFC 9457 problem details.' },
 );
 
-const ERROR_MEANINGS: Record<number, string> = {
+export const ERROR_MEANINGS: Record<number, string> = {
   400: 'Invalid input (every bad parameter is listed in `errors`), a malformed body or an unsupported body type. Nothing was stored.',
   404: 'No record with that id, or an id that is not a positive integer.',
   405: 'The path does not serve this method; see the Allow header.',
@@ -29,7 +29,7 @@ const ERROR_MEANINGS: Record<number, string> = {
   413: 'The body is larger than 64 KiB.',
   422: 'The Idempotency-Key was already used with other input (another name, age or city, or another `fields`); nothing was stored.',
   500: 'An internal error; the cause is logged, not shown.',
-  503: 'The database is not reachable or the service is shutting down.',
+  503: 'The database is not reachable, the service is overloaded or shutting down; retry after Retry-After seconds.',
 };
 
 /** Declares the given error statuses of a route, all in the problem-details shape. */

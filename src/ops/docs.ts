@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { PUBLIC_ROUTES } from '../http/auth.ts';
 import { allowOnly } from '../http/methods.ts';
 import { PROBLEM_CONTENT_TYPE } from '../http/problem.ts';
-import { ProblemSchema } from '../http/schemas.ts';
+import { ERROR_MEANINGS, ProblemSchema } from '../http/schemas.ts';
 import { DOCS_CSP } from '../http/security-headers.ts';
 
 export const API_VERSION = '1.0.0';
@@ -48,12 +48,22 @@ function problemResponse(description: string) {
 }
 
 /**
- * Public operations need no token (`security: []`); the rest declare the 401 and, when they write,
- * the 403 that come with tokens configured.
+ * The answers every operation may give whatever its schema says: 414 for a long URL, 429 from the
+ * rate limit (probes are not limited), 503 when overloaded (liveness is never shed). Public
+ * operations need no token (`security: []`); the rest declare the 401 and, when they write, the 403
+ * that come with tokens configured.
  */
-function markSecurity(document: OpenApiPaths) {
+function markCommonResponses(document: OpenApiPaths) {
   for (const [path, item] of Object.entries(document.paths ?? {})) {
     for (const [method, operation] of Object.entries(item)) {
+      const common = (operation.responses ??= {});
+      common['414'] ??= problemResponse('The URL is longer than 8 KiB.');
+      if (path !== '/healthz' && path !== '/readyz') {
+        common['429'] ??= problemResponse(
+          'This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds.',
+        );
+      }
+      if (path !== '/healthz') common['503'] ??= problemResponse(ERROR_MEANINGS[503] ?? 'Unavailable.');
       if (PUBLIC_ROUTES.has(path)) {
         operation.security = [];
         continue;
@@ -99,7 +109,7 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
     exposeHeadRoutes: true,
     transformObject: (documentObject) =>
       'openapiObject' in documentObject
-        ? markSecurity(markBodyAlternatives(documentObject.openapiObject as OpenApiPaths))
+        ? markCommonResponses(markBodyAlternatives(documentObject.openapiObject as OpenApiPaths))
         : documentObject.swaggerObject,
   });
   await app.register(swaggerUi, {
