@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StoreUnavailableError } from '../store/store.ts';
 import { URL_LIMIT } from './limits.ts';
+import { EARLY_ANSWER_HEADERS } from './security-headers.ts';
 import {
   codeForStatus,
   HttpError,
@@ -80,7 +81,7 @@ function pathOf(request: FastifyRequest): string {
 /** For FastifyServerOptions.frameworkErrors: errors raised before routing (bad URL encoding). */
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const httpError = toHttpError(error);
-  reply.header('x-request-id', request.id);
+  reply.header('x-request-id', request.id).headers(EARLY_ANSWER_HEADERS);
   void sendProblem(reply, toProblem(httpError));
   // These requests skip the hooks that normally log the outcome.
   request.log.info(
@@ -92,7 +93,11 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
 /** Node's answer to an Expect header other than 100-continue, as a problem instead of an empty 417. */
 export function refuseExpectation(_request: IncomingMessage, response: ServerResponse): void {
   const body = JSON.stringify(problem('expectation-failed', 'Only "Expect: 100-continue" is supported.'));
-  response.writeHead(417, { 'content-type': PROBLEM_CONTENT_TYPE, 'content-length': Buffer.byteLength(body) });
+  response.writeHead(417, {
+    ...EARLY_ANSWER_HEADERS,
+    'content-type': PROBLEM_CONTENT_TYPE,
+    'content-length': Buffer.byteLength(body),
+  });
   response.end(body);
 }
 
@@ -122,9 +127,14 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
   }
   if (socket.writable) {
     const text = JSON.stringify(body);
-    socket.write(
-      `HTTP/1.1 ${body.status} ${STATUS_CODES[body.status]}\r\nConnection: close\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
-    );
+    const headers = {
+      ...EARLY_ANSWER_HEADERS,
+      connection: 'close',
+      'content-type': PROBLEM_CONTENT_TYPE,
+      'content-length': String(Buffer.byteLength(text)),
+    };
+    const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+    socket.write(`HTTP/1.1 ${body.status} ${STATUS_CODES[body.status]}\r\n${head.join('')}\r\n${text}`);
   }
   socket.destroy(error);
 }

@@ -25,6 +25,20 @@ export const DOCS_CSP = [
 ].join('; ');
 
 /**
+ * The essentials of the headers below, for the few answers written before any hook runs (a URL
+ * Fastify cannot decode, HTTP that Node cannot parse, a refused Expect): a problem body still
+ * gets no chance to be rendered, sniffed or framed.
+ */
+export const EARLY_ANSWER_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': "default-src 'none';frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-resource-policy': 'same-origin',
+  'cross-origin-opener-policy': 'same-origin',
+};
+
+/**
  * Headers for JSON answers. A JSON body is never a document to render, so its CSP allows nothing.
  * HSTS is off: the service speaks plain HTTP and usually sits behind a TLS proxy, which alone knows
  * whether the whole host is HTTPS-only (browsers ignore HSTS over plain HTTP anyway).
