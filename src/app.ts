@@ -84,6 +84,9 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   registerAccessLog(app);
   registerErrorHandlers(app);
   app.server.on('checkExpectation', refuseExpectation);
+  // A client may end its side once its request is sent (HTTP/1.0 style, `nc`): answer it anyway.
+  // Node's default drops such a request unless its answer happens to be ready in the same tick.
+  (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   registerConditionalGet(app);
   // In hook order: headers every answer carries, then what may refuse a request before it costs
   // anything (URL length, overload, rate), then who is asking.

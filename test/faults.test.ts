@@ -5,8 +5,9 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { openSqliteStore } from '../src/store/sqlite-store.ts';
+import { BACKENDS } from './helpers/backends.ts';
 import { rawRequest } from './helpers/http.ts';
-import { startServer, tempDir } from './helpers/server.ts';
+import { serverForSuite, startServer, tempDir } from './helpers/server.ts';
 
 // A real fault: another connection holds the write lock of the same SQLite file.
 describe('database faults', () => {
@@ -95,3 +96,18 @@ describe('slow clients', () => {
     }
   });
 });
+
+for (const backend of BACKENDS) {
+  describe(`a client that ends its side once the request is sent [${backend.name}]`, { skip: backend.skip }, () => {
+    const server = serverForSuite({}, backend);
+
+    it('still gets its answer, even one that needs a database round trip', async () => {
+      // rawRequest half-closes after writing, as HTTP/1.0 clients and `nc` do.
+      for (const path of ['/users/1000000', '/users?limit=5', '/readyz']) {
+        const answer = await rawRequest(server.url, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+        assert.ok(answer.status === 404 || answer.status === 200, `${path}: ${answer.status} ${answer.body}`);
+        assert.notEqual(answer.body, '', `${path}: an empty answer`);
+      }
+    });
+  });
+}

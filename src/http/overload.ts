@@ -14,21 +14,27 @@ const MAX_SHED_MS = 1000;
  */
 export function registerOverloadShedding(app: FastifyInstance, maxLagMs: number, exempt: ReadonlySet<string>): void {
   if (maxLagMs <= 0) return;
-  let expected = performance.now() + TICK_MS;
+  // Measured from the moment the server listens: start-up work (opening the database, loading
+  // modules) makes the loop late once and is not overload.
+  let expected = Number.POSITIVE_INFINITY;
   // After a late tick, shed for about as long as the loop was late: the requests that queued up
   // meanwhile are the ones to turn away.
   let shedUntil = 0;
   let lastLag = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    const lag = now - expected;
-    if (lag > maxLagMs) {
-      shedUntil = now + Math.min(lag, MAX_SHED_MS);
-      lastLag = lag;
-    }
-    expected = now + TICK_MS;
-  }, TICK_MS);
-  timer.unref();
+  let timer: NodeJS.Timeout | undefined;
+  app.addHook('onListen', async () => {
+    expected = performance.now() + TICK_MS;
+    timer = setInterval(() => {
+      const now = performance.now();
+      const lag = now - expected;
+      if (lag > maxLagMs) {
+        shedUntil = now + Math.min(lag, MAX_SHED_MS);
+        lastLag = lag;
+      }
+      expected = now + TICK_MS;
+    }, TICK_MS);
+    timer.unref();
+  });
   app.addHook('onClose', async () => clearInterval(timer));
   app.addHook('onRequest', async (request) => {
     const now = performance.now();
