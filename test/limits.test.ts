@@ -121,6 +121,9 @@ describe('overload shedding', () => {
   let server: RunningServer;
   before(async () => {
     server = await startServer({ DATABASE_URL: `${data.dir}/users.db`, OVERLOAD_LAG_MS: '200', RATE_LIMIT: 'off' });
+    // The lag is measured from Fastify's onListen hooks, which may run just after the "listening"
+    // line; one answered request shows they have.
+    assert.equal((await call(server.url, 'GET', '/healthz')).status, 200);
   });
   after(async () => {
     await server.stop();
