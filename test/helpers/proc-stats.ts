@@ -1,0 +1,33 @@
+import { readFileSync } from 'node:fs';
+
+/** The resident memory of a process, in MiB, from /proc/<pid>/status (VmRSS). */
+export function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1]);
+  if (!Number.isFinite(kb)) throw new Error(`no VmRSS for pid ${pid}`);
+  return kb / 1024;
+}
+
+/**
+ * How many TCP connections to 127.0.0.1:`port` are open on the server's side (state ESTABLISHED,
+ * local port `port`), from /proc/net/tcp: what the server holds, whatever the clients think.
+ */
+export function openConnections(port: number): number {
+  const local = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  let count = 0;
+  for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
+    const fields = line.trim().split(/\s+/);
+    if (fields[1]?.endsWith(local) && fields[3] === '01') count++;
+  }
+  return count;
+}
+
+/**
+ * CPU time a process has used and time it has spent runnable but waiting for a CPU, in ms, from
+ * /proc/<pid>/schedstat. A large wait means the machine is oversubscribed (neighbours, or the
+ * test's own clients), which a server sees as event-loop lag.
+ */
+export function cpuTimes(pid: number): { cpuMs: number; waitMs: number } {
+  const [cpu, wait] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').trim().split(/\s+/).map(Number);
+  return { cpuMs: (cpu ?? 0) / 1e6, waitMs: (wait ?? 0) / 1e6 };
+}

@@ -1,0 +1,176 @@
+// Slow clients: many slow or idle connections do not starve normal clients, and each is cut off by
+// the timeout that covers it. `npm test` runs a short attack; `npm run test:long` a long one with
+// thousands of sockets.
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { Connection, NoAnswer } from './helpers/client.ts';
+import { createUser } from './helpers/http.ts';
+import { Latencies } from './helpers/latency.ts';
+import { waitFor } from './helpers/load.ts';
+import { assertNotLogged } from './helpers/log-check.ts';
+import { openConnections, rssMb } from './helpers/proc-stats.ts';
+import { scaled } from './helpers/scale.ts';
+import { startServer, tempDir } from './helpers/server.ts';
+import { SLOW_KINDS, type SlowKind, type SlowOutcome, slowSocket } from './helpers/slow-socket.ts';
+
+const HEADERS_TIMEOUT_MS = 1000;
+const REQUEST_TIMEOUT_MS = 2000;
+const KEEP_ALIVE_TIMEOUT_MS = 1000;
+/** app.ts checks the headers and request timeouts once a second (connectionsCheckingInterval). */
+const CHECK_INTERVAL_MS = 1000;
+/**
+ * Node 20.20 closes an idle keep-alive socket this long after KEEP_ALIVE_TIMEOUT_MS, on purpose
+ * (HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER in lib/_http_server.js, not configurable there), so a
+ * client that reuses the socket at the advertised `Keep-Alive: timeout=` does not race the close.
+ */
+const NODE_KEEP_ALIVE_BUFFER_MS = 1000;
+/** Scheduling slack on a busy 2-core machine that runs other test files at the same time. */
+const SLACK_MS = 1500;
+/** The latest each kind may be closed, counted from the start of its timeout's clock. */
+const DEADLINE: Record<SlowKind, { timeout: number; latest: number }> = {
+  silent: { timeout: HEADERS_TIMEOUT_MS, latest: HEADERS_TIMEOUT_MS + CHECK_INTERVAL_MS + SLACK_MS },
+  'slow-headers': { timeout: HEADERS_TIMEOUT_MS, latest: HEADERS_TIMEOUT_MS + CHECK_INTERVAL_MS + SLACK_MS },
+  'slow-body': { timeout: REQUEST_TIMEOUT_MS, latest: REQUEST_TIMEOUT_MS + CHECK_INTERVAL_MS + SLACK_MS },
+  'idle-keep-alive': {
+    timeout: KEEP_ALIVE_TIMEOUT_MS,
+    latest: KEEP_ALIVE_TIMEOUT_MS + NODE_KEEP_ALIVE_BUFFER_MS + SLACK_MS,
+  },
+};
+const GIVE_UP_MS = 10_000;
+
+/** Slow sockets held open at once; each one the server closes is replaced until the attack ends. */
+const SLOW_SOCKETS = scaled(300, 3000);
+const ATTACK_MS = scaled(5000, 60_000);
+const NORMAL_KEEP_ALIVE = 8;
+const NORMAL_NEW_CONNECTION = 2;
+/** Normal clients' p99 must stay under this while under attack. */
+const NORMAL_P99_LIMIT_MS = 500;
+const PREFIX = 'Slowcl';
+
+describe('slow and idle clients', { timeout: ATTACK_MS + 60_000 }, () => {
+  it(`${SLOW_SOCKETS} slow sockets at a time for ${ATTACK_MS / 1000} s: normal clients served, slow ones cut off`, async (t) => {
+    const data = tempDir();
+    const server = await startServer({
+      DATABASE_URL: join(data.dir, 'users.db'),
+      RATE_LIMIT: 'off', // every client here shares one address; a per-client limit (429) is being added
+      HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+      REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+      KEEP_ALIVE_TIMEOUT_MS: String(KEEP_ALIVE_TIMEOUT_MS),
+    });
+    const port = Number(new URL(server.url).port);
+    try {
+      const seeded = await createUser(server.url, `${PREFIX}seed`, 40, `${PREFIX}Seedtown`);
+      const sent = new Set([`${PREFIX}seed`, `${PREFIX}Seedtown`]);
+
+      // Normal clients: keep-alive connections, and clients opening a new connection per request.
+      const normal = new Latencies();
+      const normalFailures: string[] = [];
+      let normalRequests = 0;
+      let phase: 'baseline' | 'attack' | 'done' = 'baseline';
+      const baseline = new Latencies();
+      const normalClient = async (c: number, fresh: boolean) => {
+        let connection = new Connection(server.url);
+        for (let n = 0; phase !== 'done' && n < 100_000; n++) {
+          if (fresh) connection = new Connection(server.url);
+          const name = `${PREFIX}n${c}x${n}`;
+          const [method, path] =
+            n % 3 === 0
+              ? ['POST', `/users?name=${name}&age=30&city=${PREFIX}Normalville`]
+              : n % 3 === 1
+                ? ['GET', `/users/${seeded}`]
+                : ['GET', '/users?limit=10'];
+          if (method === 'POST') sent.add(name);
+          const clock = phase === 'attack' ? normal : baseline;
+          normalRequests++;
+          try {
+            const reply = await clock.time(() => connection.send(method, path, { timeoutMs: 15_000 }));
+            if (reply.status !== 200) normalFailures.push(`${method} ${path}: ${reply.status}`);
+          } catch (error) {
+            normalFailures.push(error instanceof NoAnswer ? error.message : String(error));
+          }
+          if (fresh) connection.close();
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        connection.close();
+      };
+      sent.add(`${PREFIX}Normalville`);
+      const normalRuns = [
+        ...Array.from({ length: NORMAL_KEEP_ALIVE }, (_, c) => normalClient(c, false)),
+        ...Array.from({ length: NORMAL_NEW_CONNECTION }, (_, c) => normalClient(NORMAL_KEEP_ALIVE + c, true)),
+      ];
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const rssBefore = rssMb(server.pid);
+      phase = 'attack';
+
+      // The attack: SLOW_SOCKETS slots, each reopening its kind of slow socket until the attack ends.
+      const outcomes: SlowOutcome[] = [];
+      let peakConnections = 0;
+      const watcher = setInterval(() => (peakConnections = Math.max(peakConnections, openConnections(port))), 200);
+      const attackEnds = Date.now() + ATTACK_MS;
+      const slot = async (s: number) => {
+        await new Promise((resolve) => setTimeout(resolve, (s * 1000) / SLOW_SOCKETS)); // ramp over 1 s
+        const kind = SLOW_KINDS[s % SLOW_KINDS.length] as SlowKind;
+        for (let n = 0; Date.now() < attackEnds && n < 1000; n++) {
+          // A query string of personal data on the slow requests too: it must not reach the logs either.
+          const name = `${PREFIX}s${s}x${n}`;
+          const path = kind === 'slow-body' ? '/users' : `/users?name=${name}&limit=1`;
+          sent.add(name);
+          outcomes.push(await slowSocket(port, kind, path, 200, GIVE_UP_MS));
+        }
+      };
+      await Promise.all(Array.from({ length: SLOW_SOCKETS }, (_, s) => slot(s)));
+      phase = 'done';
+      await Promise.all(normalRuns);
+      clearInterval(watcher);
+      const rssAfter = rssMb(server.pid);
+      const drained = await waitFor(() => openConnections(port) === 0, 5000);
+      const left = openConnections(port);
+
+      const byKind = new Map<SlowKind, SlowOutcome[]>(SLOW_KINDS.map((kind) => [kind, []]));
+      for (const outcome of outcomes) byKind.get(outcome.kind)?.push(outcome);
+      t.diagnostic(
+        `slow sockets: ${outcomes.length} opened (${SLOW_SOCKETS} at a time for ${ATTACK_MS / 1000} s), ${outcomes.filter((o) => o.closedByServer).length} closed by the server; peak ${peakConnections} open connections, ${left} left after`,
+      );
+      for (const [kind, list] of byKind) {
+        const lived = list.map((outcome) => outcome.lived).sort((a, b) => a - b);
+        const statuses = new Map<number, number>();
+        for (const outcome of list) statuses.set(outcome.status, (statuses.get(outcome.status) ?? 0) + 1);
+        t.diagnostic(
+          `  ${kind}: ${list.length}, closed ${lived[0]}-${lived.at(-1)} ms after its clock started (timeout ${DEADLINE[kind].timeout} ms, limit ${DEADLINE[kind].latest} ms); statuses ${JSON.stringify(Object.fromEntries(statuses))}`,
+        );
+      }
+      t.diagnostic(
+        `normal clients: ${normalRequests} requests, ${normalFailures.length} failed; baseline ${baseline.summary()}; under attack ${normal.summary()} (${normal.count} requests)`,
+      );
+      t.diagnostic(`server RSS ${rssBefore.toFixed(1)} MiB before the attack, ${rssAfter.toFixed(1)} MiB after`);
+
+      assert.deepEqual(normalFailures.slice(0, 10), [], `${normalFailures.length} normal requests failed`);
+      assert.ok(normal.count >= 50, `only ${normal.count} normal requests were answered under attack`);
+      assert.ok(normal.percentile(99) < NORMAL_P99_LIMIT_MS, `normal clients' p99 under attack: ${normal.summary()}`);
+      assert.ok(outcomes.length >= SLOW_SOCKETS, `only ${outcomes.length} slow sockets ran`);
+      for (const outcome of outcomes) {
+        const { timeout, latest } = DEADLINE[outcome.kind];
+        const what = `${outcome.kind} socket: lived ${outcome.lived} ms, got ${JSON.stringify(outcome.received.slice(0, 200))}`;
+        assert.ok(outcome.closedByServer, `${what}: not closed by the server within ${GIVE_UP_MS} ms`);
+        assert.ok(outcome.lived >= timeout - 50, `${what}: closed before its ${timeout} ms timeout`);
+        assert.ok(outcome.lived <= latest, `${what}: closed later than ${latest} ms`);
+        if (outcome.kind === 'idle-keep-alive') {
+          assert.equal(outcome.status, 200, what);
+          assert.equal(outcome.laterStatus, 0, `${what}: something was sent on the idle connection`);
+        } else {
+          // A request that timed out is told so (408 problem) before the close; never another answer.
+          assert.ok(outcome.status === 408 || outcome.status === 0, what);
+          if (outcome.status === 408) assert.match(outcome.received, /application\/problem\+json/, what);
+        }
+      }
+      assert.ok(drained, `${left} connections still open on the server 5 s after the attack`);
+      // Every value sent starts with PREFIX, so a log without PREFIX holds none of them; a sample of
+      // whole values as well, for a readable failure.
+      assertNotLogged(server.logs, [PREFIX, ...[...sent].slice(0, 300)]);
+    } finally {
+      await server.stop();
+      data.cleanup();
+    }
+  });
+});
