@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { setImmediate } from 'node:timers/promises';
 import type { Change, Commit, User, UserStore } from '../store/store.ts';
 
 const PAGE_SIZE = 1000;
@@ -104,7 +105,7 @@ export class FullListing {
     }
     // The chunks hold a whole state at least as new as the one the database just reported.
     if (this.#version >= version) return { version: this.#version, body: this.#keptBody() };
-    return { version, body: Readable.from(this.#stream(version)) };
+    return { version, body: Readable.from(this.#stream(version), { highWaterMark: 1 }) };
   }
 
   #apply(commit: Commit): void {
@@ -224,6 +225,9 @@ export class FullListing {
         }
         if (page.length < PAGE_SIZE) break;
         afterId = (page.at(-1) as User).id;
+        // SQLite reads are synchronous: without a turn of the event loop between pages, one large
+        // listing would hold every other request (and the overload check) until it is done.
+        await setImmediate();
       }
       yield TAIL;
       if (keep && !this.#changedDuringBuild && (await this.#store.version()) === version) {
