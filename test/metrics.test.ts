@@ -9,9 +9,9 @@ import { HttpError } from '../src/http/problem.ts';
 import { registerMetrics } from '../src/ops/metrics.ts';
 import type { UserStore } from '../src/store/store.ts';
 import { BACKENDS, type Database } from './helpers/backends.ts';
-import { call, createUser } from './helpers/http.ts';
+import { call, createUser, getOnNewConnection } from './helpers/http.ts';
 import { waitFor } from './helpers/load.ts';
-import { type RunningServer, serverForSuite, startServer } from './helpers/server.ts';
+import { pidsLogging, type RunningServer, serverForSuite, startServer } from './helpers/server.ts';
 
 /** One scrape: the text, and each sample's value by `name{label="value",...}` with labels sorted. */
 interface Scrape {
@@ -76,18 +76,6 @@ function value(scrape: Scrape, name: string, labels: Record<string, string> = {}
 /** How much a sample moved between two scrapes (0 when absent from both). */
 function moved(before: Scrape, after: Scrape, name: string, labels: Record<string, string> = {}): number {
   return value(after, name, labels) - value(before, name, labels);
-}
-
-/** A GET on a connection of its own, so the primary hands each one to the next worker. */
-function getOnNewConnection(base: string, path: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const outgoing = request(`${base}${path}`, { agent: false }, (answer) => {
-      answer.resume();
-      answer.once('end', () => resolve(answer.statusCode ?? 0));
-    });
-    outgoing.once('error', reject);
-    outgoing.end();
-  });
 }
 
 // Personal values sent in requests; none may reach the metrics (route patterns only, never URLs).
@@ -247,17 +235,6 @@ describe('rate-limited and shed requests, thrown from an onRequest hook', () => 
     assert.equal(moved(before, after, 'http_requests_total', { method: 'GET', route: 'unmatched', status: '503' }), 1);
   });
 });
-
-/** The pids in the server's JSON log lines that match `message`. */
-function pidsLogging(logs: string[], message: string): Set<number> {
-  const pids = new Set<number>();
-  for (const line of logs) {
-    if (!line.includes(message)) continue;
-    const entry = JSON.parse(line) as { pid?: number };
-    if (entry.pid !== undefined) pids.add(entry.pid);
-  }
-  return pids;
-}
 
 // Each worker counts its own requests; a scrape, whichever worker it reaches, must show the sum.
 describe('GET /metrics with WORKERS=2', { timeout: 60_000 }, () => {

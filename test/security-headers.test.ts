@@ -5,20 +5,9 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { CHROMIUM, CHROMIUM_ARGS } from './helpers/chromium.ts';
 import { type Answer, assertProblem, call } from './helpers/http.ts';
 import { serverForSuite, startServer, tempDir } from './helpers/server.ts';
-
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 const JSON_CSP = "default-src 'none';frame-ancestors 'none'";
 const APP = 'https://app.example.com';

@@ -1,33 +1,9 @@
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { BACKENDS, type Database } from './helpers/backends.ts';
-import { call } from './helpers/http.ts';
+import { call, getOnNewConnection } from './helpers/http.ts';
 import { startWriters, waitFor } from './helpers/load.ts';
-import { type RunningServer, startServer } from './helpers/server.ts';
-
-/** A GET on a connection of its own, so the primary hands each one to the next worker. */
-function getOnNewConnection(url: string, path: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const outgoing = request(`${url}${path}`, { agent: false }, (answer) => {
-      answer.resume();
-      answer.once('end', () => resolve(answer.statusCode ?? 0));
-    });
-    outgoing.once('error', reject);
-    outgoing.end();
-  });
-}
-
-/** The pids in the server's JSON log lines that match `message`. */
-function pidsLogging(logs: string[], message: string): Set<number> {
-  const pids = new Set<number>();
-  for (const line of logs) {
-    if (!line.includes(message)) continue;
-    const entry = JSON.parse(line) as { pid?: number };
-    if (entry.pid !== undefined) pids.add(entry.pid);
-  }
-  return pids;
-}
+import { pidsLogging, type RunningServer, startServer } from './helpers/server.ts';
 
 // WORKERS=2: two processes share the port, on either store, and lose nothing between them.
 for (const backend of BACKENDS) {

@@ -10,10 +10,10 @@ export type LimitsConfig = Pick<Config, 'rateLimit' | 'overloadLagMs'>;
 export const URL_LIMIT = 8 * 1024;
 
 /** Probes and scrapers: cheap, and often sent from one address for many clients (a load balancer). */
-const NOT_RATE_LIMITED = new Set(['/healthz', '/readyz', '/metrics']);
+export const NOT_RATE_LIMITED: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
 /** Still answered when overloaded: liveness must not fail for being busy. Readiness is shed, which
  * lets a load balancer send traffic elsewhere. */
-const NOT_SHED = new Set(['/healthz', '/metrics']);
+export const NOT_SHED: ReadonlySet<string> = new Set(['/healthz', '/metrics']);
 
 /**
  * Refuses, in this order and before any body is read: a URL over 8 KiB (414), any request while

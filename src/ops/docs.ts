@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { PUBLIC_ROUTES } from '../http/auth.ts';
+import { NOT_RATE_LIMITED, NOT_SHED } from '../http/limits.ts';
 import { allowOnly } from '../http/methods.ts';
 import { PROBLEM_CONTENT_TYPE } from '../http/problem.ts';
 import { ERROR_MEANINGS, ProblemSchema } from '../http/schemas.ts';
@@ -58,12 +59,12 @@ function markCommonResponses(document: OpenApiPaths) {
     for (const [method, operation] of Object.entries(item)) {
       const common = (operation.responses ??= {});
       common['414'] ??= problemResponse('The URL is longer than 8 KiB.');
-      if (path !== '/healthz' && path !== '/readyz') {
+      if (!NOT_RATE_LIMITED.has(path)) {
         common['429'] ??= problemResponse(
           'This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds.',
         );
       }
-      if (path !== '/healthz') common['503'] ??= problemResponse(ERROR_MEANINGS[503] ?? 'Unavailable.');
+      if (!NOT_SHED.has(path)) common['503'] ??= problemResponse(ERROR_MEANINGS[503] ?? 'Unavailable.');
       if (PUBLIC_ROUTES.has(path)) {
         operation.security = [];
         continue;

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { connect } from 'node:net';
 
 export interface Answer {
@@ -80,4 +81,16 @@ export async function createUser(base: string, name: string, age: string | numbe
   const id = Number(/^\/users\/(\d+)$/.exec(location)?.[1]);
   assert.ok(id > 0, `Location header: ${location}`);
   return id;
+}
+
+/** A GET on a connection of its own, so the primary hands each one to the next worker. */
+export function getOnNewConnection(base: string, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request(`${base}${path}`, { agent: false }, (answer) => {
+      answer.resume();
+      answer.once('end', () => resolve(answer.statusCode ?? 0));
+    });
+    outgoing.once('error', reject);
+    outgoing.end();
+  });
 }

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
+import { statusMB } from '../../bench/proc-stats.ts';
 
 /** The resident memory of a process, in MiB, from /proc/<pid>/status (VmRSS). */
 export function rssMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1]);
-  if (!Number.isFinite(kb)) throw new Error(`no VmRSS for pid ${pid}`);
-  return kb / 1024;
+  const megabytes = statusMB(pid, 'VmRSS');
+  if (megabytes === undefined) throw new Error(`no VmRSS for pid ${pid}`);
+  return (megabytes * 1e6) / (1024 * 1024);
 }
 
 /**

@@ -130,3 +130,14 @@ export function serverForSuite(
     },
   };
 }
+
+/** The PIDs of the processes that logged a line holding `message` (JSON log lines carry `pid`). */
+export function pidsLogging(logs: string[], message: string): Set<number> {
+  const pids = new Set<number>();
+  for (const line of logs) {
+    if (!line.includes(message)) continue;
+    const entry = JSON.parse(line) as { pid?: number };
+    if (entry.pid !== undefined) pids.add(entry.pid);
+  }
+  return pids;
+}

@@ -166,14 +166,7 @@ async function send(url: string, method: string, path: string, value?: Value, as
   } else if (value !== undefined) {
     target += `?${new URLSearchParams({ name: value.name, age: String(value.age), city: value.city })}`;
   }
-  const answer = await fetch(target, init);
-  const text = await answer.text();
-  const type = answer.headers.get('content-type') ?? '';
-  return {
-    status: answer.status,
-    location: answer.headers.get('location'),
-    body: type.includes('json') && text !== '' ? JSON.parse(text) : text,
-  };
+  return readReply(await fetch(target, init));
 }
 
 /**
