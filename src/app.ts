@@ -28,6 +28,7 @@ export interface AppDeps {
 export type AppConfig = Pick<
   Config,
   | 'logLevel'
+  | 'logBufferMb'
   | 'requestTimeoutMs'
   | 'headersTimeoutMs'
   | 'keepAliveTimeoutMs'
@@ -42,7 +43,7 @@ export type AppConfig = Pick<
 /** The whole service, ready for requests; tests and the server build it the same way. */
 export async function buildApp(config: AppConfig, deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: loggerOptions(config.logLevel, new Set(Object.keys(RULES))),
+    logger: loggerOptions(config.logLevel, config.logBufferMb, new Set(Object.keys(RULES))),
     genReqId: requestId,
     // Behind a proxy, the rate limit and the logs need the client's address, not the proxy's.
     ...(config.trustedProxies.length > 0 ? { trustProxy: config.trustedProxies.join(',') } : {}),

@@ -12,6 +12,7 @@ const ConfigSchema = Type.Object(
     HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
     DATABASE_URL: Type.String({ minLength: 1, default: './data/users.db' }),
     LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
+    LOG_BUFFER_MB: Type.Integer({ minimum: 1, maximum: 1024, default: 16 }),
     SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 }),
     REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 30_000 }),
     DATABASE_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 5000 }),
@@ -43,6 +44,8 @@ export interface Config {
   host: string;
   database: DatabaseConfig;
   logLevel: LogLevel;
+  /** The most log output held while standard output is slow; more is dropped and counted. */
+  logBufferMb: number;
   shutdownTimeoutMs: number;
   requestTimeoutMs: number;
   /** The longest one database call may wait: statement, connection, or a lock held elsewhere. */
@@ -81,6 +84,7 @@ const FLAGS = {
   host: 'HOST',
   'database-url': 'DATABASE_URL',
   'log-level': 'LOG_LEVEL',
+  'log-buffer-mb': 'LOG_BUFFER_MB',
   'shutdown-timeout-ms': 'SHUTDOWN_TIMEOUT_MS',
   'request-timeout-ms': 'REQUEST_TIMEOUT_MS',
   'database-timeout-ms': 'DATABASE_TIMEOUT_MS',
@@ -99,6 +103,7 @@ const FLAGS = {
 
 const INTEGER_SETTINGS = new Set<string>([
   'PORT',
+  'LOG_BUFFER_MB',
   'SHUTDOWN_TIMEOUT_MS',
   'REQUEST_TIMEOUT_MS',
   'DATABASE_TIMEOUT_MS',
@@ -181,6 +186,7 @@ export function loadConfig(env: Record<string, string | undefined>, argv: string
     host: valid.HOST,
     database: Object.freeze(database),
     logLevel: valid.LOG_LEVEL,
+    logBufferMb: valid.LOG_BUFFER_MB,
     shutdownTimeoutMs: valid.SHUTDOWN_TIMEOUT_MS,
     requestTimeoutMs: valid.REQUEST_TIMEOUT_MS,
     databaseTimeoutMs: valid.DATABASE_TIMEOUT_MS,
@@ -291,6 +297,8 @@ function describe(name: string): string {
       return 'must be a host name or IP address to listen on';
     case 'LOG_LEVEL':
       return 'must be one of fatal, error, warn, info, debug, trace, silent';
+    case 'LOG_BUFFER_MB':
+      return 'must be a whole number of megabytes from 1 to 1024';
     case 'SHUTDOWN_TIMEOUT_MS':
       return 'must be a whole number of milliseconds up to 600000';
     case 'REQUEST_TIMEOUT_MS':

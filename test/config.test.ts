@@ -13,6 +13,7 @@ const DEFAULTS: Config = {
   host: '127.0.0.1',
   database: { kind: 'sqlite', path: './data/users.db' },
   logLevel: 'info',
+  logBufferMb: 16,
   shutdownTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   databaseTimeoutMs: 5000,
@@ -148,6 +149,7 @@ const validRows: ValidRow[] = [
   { name: 'WORKERS=4', env: { WORKERS: '4' }, expected: { workers: 4 } },
   { name: 'LISTING_CACHE_MB=0 keeps no copy', env: { LISTING_CACHE_MB: '0' }, expected: { listingCacheMb: 0 } },
   { name: '--listing-cache-mb 1024', argv: ['--listing-cache-mb', '1024'], expected: { listingCacheMb: 1024 } },
+  { name: 'LOG_BUFFER_MB=1', env: { LOG_BUFFER_MB: '1' }, expected: { logBufferMb: 1 } },
   {
     name: '--workers 2 on PostgreSQL',
     argv: ['--workers', '2', '--database-url', 'postgres://h/db'],
@@ -241,6 +243,7 @@ const invalidRows: InvalidRow[] = [
     env: { LISTING_CACHE_MB: '70000' },
     messages: [/LISTING_CACHE_MB/, /megabytes/],
   },
+  { name: 'LOG_BUFFER_MB=0', env: { LOG_BUFFER_MB: '0' }, messages: [/LOG_BUFFER_MB/, /1 to 1024/] },
   { name: 'WORKERS=0', env: { WORKERS: '0' }, messages: [/WORKERS/, /1 to 256, or auto/] },
   { name: 'WORKERS=many', argv: ['--workers', 'many'], messages: [/WORKERS/, /"many"/] },
   {

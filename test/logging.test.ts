@@ -154,6 +154,78 @@ describe('logs', () => {
   });
 });
 
+describe('logs when standard output is not read', () => {
+  const data = tempDir();
+  after(() => data.cleanup());
+
+  it('lines past LOG_BUFFER_MB are dropped and counted, the service keeps answering, and a warning says how many', async () => {
+    const server = await startServer({ DATABASE_URL: `${data.dir}/users.db`, LOG_BUFFER_MB: '1', RATE_LIMIT: 'off' });
+    const dropped = async () => {
+      const metrics = await call(server.url, 'GET', '/metrics');
+      return Number(/^log_lines_dropped_total (\d+)$/m.exec(metrics.text)?.[1]);
+    };
+    try {
+      assert.equal(await dropped(), 0);
+      const resume = server.holdOutput();
+      // About 300 bytes a line: 1 MiB and the pipe's own buffer fill after some 3,600 requests.
+      const statuses = new Map<number, number>();
+      const deadline = Date.now() + 60_000;
+      let sent = 0;
+      while ((await dropped()) === 0 && sent < 30_000 && Date.now() < deadline) {
+        const answers = await Promise.all(
+          Array.from({ length: 500 }, () => call(server.url, 'GET', '/users?limit=1').then((answer) => answer.status)),
+        );
+        for (const status of answers) statuses.set(status, (statuses.get(status) ?? 0) + 1);
+        sent += answers.length;
+      }
+      assert.deepEqual(
+        [...statuses.keys()],
+        [200],
+        `statuses while the output was held: ${JSON.stringify([...statuses])}`,
+      );
+      const count = await dropped();
+      assert.ok(count > 0, `no line dropped after ${sent} requests`);
+
+      const seen = server.logs.length;
+      resume();
+      const warnings = () =>
+        server.logs
+          .slice(seen)
+          .filter((line) => line.includes('log lines dropped'))
+          .map((line) => JSON.parse(line) as { level: number; droppedLines: number });
+      for (let waited = 0; warnings().length === 0 && waited < 10_000; waited += 50) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const reported = warnings();
+      assert.ok(reported.length > 0, 'no warning after the output was read again');
+      for (const line of reported) assert.equal(line.level, 40);
+      const total = await dropped();
+      assert.equal(
+        reported.reduce((sum, line) => sum + line.droppedLines, 0),
+        total,
+        'the warnings count every dropped line',
+      );
+      assert.ok(total >= count);
+      // Logging goes on once the output is read again.
+      const marker = await call(server.url, 'GET', '/users?limit=1', { headers: { 'x-request-id': 'after-the-drop' } });
+      assert.equal(marker.status, 200);
+      for (
+        let waited = 0;
+        !server.logs.some((line) => line.includes('after-the-drop')) && waited < 5000;
+        waited += 50
+      ) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.ok(
+        server.logs.some((line) => line.includes('after-the-drop')),
+        'no line logged after the drop',
+      );
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+});
+
 const KNOWN = new Set(['name', 'age', 'city', 'fields', 'limit', 'after']);
 
 describe('redactUrl', () => {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { LogLevel } from '../config.ts';
+import { logOutput } from '../ops/log-output.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -29,10 +30,18 @@ export function requestId(request: IncomingMessage): string {
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
 }
 
-/** JSON logs with a request id on every line; no header, body or query value is ever logged. */
-export function loggerOptions(level: LogLevel, knownNames: ReadonlySet<string>): FastifyServerOptions['logger'] {
+/**
+ * JSON logs with a request id on every line; no header, body or query value is ever logged. Lines go
+ * to standard output through a bounded buffer (`logOutput`).
+ */
+export function loggerOptions(
+  level: LogLevel,
+  bufferMb: number,
+  knownNames: ReadonlySet<string>,
+): FastifyServerOptions['logger'] {
   return {
     level,
+    ...(level === 'silent' ? {} : { stream: logOutput(level, bufferMb) }),
     serializers: {
       req: (request: { method: string; url: string; ip?: string }) => ({
         method: request.method,

@@ -16,6 +16,8 @@ export interface RunningServer {
   pid: number;
   /** Every line the server printed so far (stdout and stderr). */
   logs: string[];
+  /** Stops reading the server's standard output (its pipe fills, as with a stalled log reader); returns the resume. */
+  holdOutput(): () => void;
   /**
    * Sends the signal and resolves with the exit code (or the signal name). A server still running
    * after `timeoutMs` is killed and the answer is `timeout`.
@@ -48,6 +50,7 @@ export function startServer(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: string[] = [];
+  const stdout = createInterface({ input: child.stdout as NodeJS.ReadableStream });
   // With several workers, the primary says when all of them listen.
   const ready =
     env.WORKERS !== undefined && env.WORKERS !== '1'
@@ -70,6 +73,10 @@ export function startServer(
           url: match[1],
           pid: child.pid as number,
           logs,
+          holdOutput: () => {
+            stdout.pause();
+            return () => stdout.resume();
+          },
           stop: async (signal: NodeJS.Signals = 'SIGTERM', stopTimeoutMs = 15_000) => {
             if (child.exitCode !== null || child.signalCode !== null) return exited;
             child.kill(signal);
@@ -88,7 +95,7 @@ export function startServer(
         });
       }
     };
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', onLine);
+    stdout.on('line', onLine);
     createInterface({ input: child.stderr as NodeJS.ReadableStream }).on('line', onLine);
     void exited.then((code) => {
       clearTimeout(timer);
