@@ -10,6 +10,7 @@ import { registerMetrics } from '../src/ops/metrics.ts';
 import type { UserStore } from '../src/store/store.ts';
 import { BACKENDS, type Database } from './helpers/backends.ts';
 import { call, createUser, getOnNewConnection } from './helpers/http.ts';
+import { sendRaw } from './helpers/raw-http.ts';
 import { waitFor } from './helpers/load.ts';
 import { pidsLogging, type RunningServer, serverForSuite, startServer } from './helpers/server.ts';
 
@@ -168,6 +169,29 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('GET /metrics after requests refused before routing', () => {
+  const server = serverForSuite({ REQUEST_TIMEOUT_MS: '1000' });
+  const head = (lines: string[]) => Buffer.from(`${lines.join('\r\n')}\r\n\r\n`);
+
+  it('counts them by status, since no route (and no request counter) sees them', async () => {
+    const first = await scrape(server.url);
+    const sent: Array<[status: number, bytes: Buffer]> = [
+      [400, Buffer.from('NOT HTTP AT ALL\r\n\r\n')],
+      [400, head(['GET /us%ZZers HTTP/1.1', 'Host: a', 'Connection: close'])],
+      [417, head(['GET /users HTTP/1.1', 'Host: a', 'Expect: 200-ok', 'Connection: close'])],
+      [431, head(['GET /users HTTP/1.1', 'Host: a', `X-Big: ${'b'.repeat(20_000)}`, 'Connection: close'])],
+      // Headers that never end: the request timeout answers.
+      [408, Buffer.from('GET /users HTTP/1.1\r\nHost: a\r\n')],
+    ];
+    for (const [status, bytes] of sent) assert.equal((await sendRaw(server.url, bytes)).status, status);
+    const last = await scrape(server.url);
+    for (const status of ['400', '408', '417', '431']) {
+      const expected = sent.filter(([sentStatus]) => String(sentStatus) === status).length;
+      assert.equal(moved(first, last, 'http_requests_refused_before_routing_total', { status }), expected, status);
+    }
+  });
+});
 
 describe('GET /metrics with the rate limit reached', () => {
   const server = serverForSuite({ RATE_LIMIT: '3' });

@@ -1,6 +1,7 @@
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { refusedBeforeRouting } from '../ops/process-counters.ts';
 import { StoreUnavailableError } from '../store/store.ts';
 import { URL_LIMIT } from './limits.ts';
 import { EARLY_ANSWER_HEADERS } from './security-headers.ts';
@@ -81,6 +82,7 @@ function pathOf(request: FastifyRequest): string {
 /** For FastifyServerOptions.frameworkErrors: errors raised before routing (bad URL encoding). */
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const httpError = toHttpError(error);
+  refusedBeforeRouting.inc({ status: httpError.status });
   reply.header('x-request-id', request.id).headers(EARLY_ANSWER_HEADERS);
   void sendProblem(reply, toProblem(httpError));
   // These requests skip the hooks that normally log the outcome.
@@ -93,6 +95,7 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
 /** Node's answer to an Expect header other than 100-continue, as a problem instead of an empty 417. */
 export function refuseExpectation(_request: IncomingMessage, response: ServerResponse): void {
   const body = JSON.stringify(problem('expectation-failed', 'Only "Expect: 100-continue" is supported.'));
+  refusedBeforeRouting.inc({ status: 417 });
   response.writeHead(417, {
     ...EARLY_ANSWER_HEADERS,
     'content-type': PROBLEM_CONTENT_TYPE,
@@ -125,6 +128,7 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
   } else {
     body = problem('malformed-request', 'The request is not valid HTTP.');
   }
+  refusedBeforeRouting.inc({ status: body.status });
   if (socket.writable) {
     const text = JSON.stringify(body);
     const headers = {

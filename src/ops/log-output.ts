@@ -1,9 +1,9 @@
 import { type DestinationStream, type Level, pino } from 'pino';
+import { logLinesDropped } from './process-counters.ts';
 
 const MB = 1024 * 1024;
 
 let output: DestinationStream | undefined;
-let dropped = 0;
 let unreported = 0;
 
 /**
@@ -19,7 +19,7 @@ export function logOutput(level: Level, bufferMb: number): DestinationStream {
     const destination = pino.destination({ dest: 1, sync: false, maxLength: bufferMb * MB, maxWrite: MB });
     const report = pino({ level }, destination);
     destination.on('drop', () => {
-      dropped++;
+      logLinesDropped.inc();
       unreported++;
     });
     destination.on('drain', () => {
@@ -31,9 +31,4 @@ export function logOutput(level: Level, bufferMb: number): DestinationStream {
     output = destination;
   }
   return output;
-}
-
-/** How many log lines this process has dropped since it started. */
-export function droppedLogLines(): number {
-  return dropped;
 }

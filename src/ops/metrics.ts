@@ -4,7 +4,7 @@ import { allowOnly } from '../http/methods.ts';
 import { HttpError } from '../http/problem.ts';
 import type { UserStore } from '../store/store.ts';
 import { inWorker, joinWorkerMetrics } from './cluster-metrics.ts';
-import { droppedLogLines } from './log-output.ts';
+import { logLinesDropped, refusedBeforeRouting } from './process-counters.ts';
 import { timedStore } from './timed-store.ts';
 
 /** A request's route label when no route matched: one value, never the raw URL (it carries personal data). */
@@ -15,7 +15,7 @@ export const UNMATCHED_ROUTE = 'unmatched';
 const HTTP_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const DB_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
-// CPU, memory, event loop, GC, dropped log lines: one set per process, shared by every app in it. Each set starts an
+// CPU, memory, event loop, GC, dropped log lines, early refusals: one set per process, shared by every app in it. Each set starts an
 // event-loop delay monitor and a GC observer that nothing can stop, so one per app would pile up in
 // tests that build many apps; the app's own metrics stay in a registry of its own.
 let processRegistry: Registry | undefined;
@@ -24,17 +24,8 @@ function processMetrics(): Registry {
   if (processRegistry === undefined) {
     processRegistry = new Registry();
     collectDefaultMetrics({ register: processRegistry });
-    let counted = 0;
-    const logLinesDropped: Counter = new Counter({
-      name: 'log_lines_dropped_total',
-      help: 'Log lines dropped because standard output was not read fast enough.',
-      registers: [processRegistry],
-      collect: () => {
-        const now = droppedLogLines();
-        logLinesDropped.inc(now - counted);
-        counted = now;
-      },
-    });
+    processRegistry.registerMetric(logLinesDropped);
+    processRegistry.registerMetric(refusedBeforeRouting);
   }
   return processRegistry;
 }
