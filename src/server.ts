@@ -7,13 +7,21 @@ import { exposureWarning } from './ops/exposure.ts';
 import { openStore } from './store/open-store.ts';
 import { StoreUnavailableError } from './store/store.ts';
 
+/**
+ * Connections the kernel may hold for the server to accept. Node's default, 511, overflows under a
+ * flood of new connections (thousands of slow or idle clients being replaced as the timeouts close
+ * them): the kernel then drops handshakes, and those clients wait seconds for retransmits before the
+ * server even sees them. The kernel caps this at net.core.somaxconn (4096 on current Linux).
+ */
+const LISTEN_BACKLOG = 4096;
+
 /** Opens storage and listens; on SIGTERM/SIGINT finishes in-flight requests and closes. */
 async function serve(config: Readonly<Config>): Promise<void> {
   const store = await openStore(config);
   let app: FastifyInstance;
   try {
     app = await buildApp(config, { store });
-    await app.listen({ port: config.port, host: config.host });
+    await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG });
     // Once per service, not once per worker.
     const warning = exposureWarning(config);
     if (warning !== undefined && (cluster.isPrimary || cluster.worker?.id === 1)) app.log.warn(warning);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Connection, NoAnswer } from './helpers/client.ts';
-import { createUser } from './helpers/http.ts';
+import { createUser, rawRequest } from './helpers/http.ts';
 import { Latencies } from './helpers/latency.ts';
 import { waitFor } from './helpers/load.ts';
 import { assertNotLogged } from './helpers/log-check.ts';
@@ -168,6 +168,42 @@ describe('slow and idle clients', { timeout: ATTACK_MS + 60_000 }, () => {
       // Every value sent starts with PREFIX, so a log without PREFIX holds none of them; a sample of
       // whole values as well, for a readable failure.
       assertNotLogged(server.logs, [PREFIX, ...[...sent].slice(0, 300)]);
+    } finally {
+      await server.stop();
+      data.cleanup();
+    }
+  });
+});
+
+describe('a flood of new connections', () => {
+  it('2,000 connections opened while the server is stopped are all accepted and answered once it runs again', async (t) => {
+    const data = tempDir();
+    const server = await startServer({ DATABASE_URL: join(data.dir, 'users.db'), RATE_LIMIT: 'off' });
+    try {
+      const answeredAt: number[] = [];
+      const statuses = new Map<number, number>();
+      process.kill(server.pid, 'SIGSTOP');
+      let resumedAt = 0;
+      let requests: Promise<void>[];
+      try {
+        // More than Node's default listen backlog (511) can hold: the rest would wait on the
+        // kernel's handshake retransmits (1 s, 3 s, 7 s...) instead of the server.
+        requests = Array.from({ length: 2000 }, () =>
+          rawRequest(server.url, 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n').then((answer) => {
+            answeredAt.push(Date.now());
+            statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
+          }),
+        );
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      } finally {
+        process.kill(server.pid, 'SIGCONT');
+        resumedAt = Date.now();
+      }
+      await Promise.all(requests);
+      const last = Math.max(...answeredAt) - resumedAt;
+      t.diagnostic(`2000 connections answered within ${last} ms of the server running again`);
+      assert.deepEqual([...statuses], [[200, 2000]]);
+      assert.ok(last < 2500, `the last connection was answered ${last} ms after the server ran again`);
     } finally {
       await server.stop();
       data.cleanup();
