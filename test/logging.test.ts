@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { redactUrl } from '../src/http/logging.ts';
-import { call, createUser } from './helpers/http.ts';
-import { startServer, tempDir } from './helpers/server.ts';
+import { call, createUser, getOnNewConnection } from './helpers/http.ts';
+import { pidsLogging, startServer, tempDir } from './helpers/server.ts';
 
 interface LogLine {
   msg?: string;
@@ -220,6 +220,51 @@ describe('logs when standard output is not read', () => {
         server.logs.some((line) => line.includes('after-the-drop')),
         'no line logged after the drop',
       );
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+});
+
+describe('logs of several workers sharing one standard output', () => {
+  const data = tempDir();
+  after(() => data.cleanup());
+
+  it('stay whole lines when the output fills and drains again', async () => {
+    const server = await startServer({
+      DATABASE_URL: `${data.dir}/users.db`,
+      WORKERS: '2',
+      RATE_LIMIT: 'off',
+      LOG_BUFFER_MB: '1',
+    });
+    try {
+      const resume = server.holdOutput();
+      // Each worker's lines pile up behind the full pipe, then leave together once it is read.
+      for (let round = 0; round < 12; round++) {
+        const answers = await Promise.all(
+          Array.from({ length: 500 }, () => getOnNewConnection(server.url, '/users?limit=1')),
+        );
+        assert.deepEqual([...new Set(answers)], [200]);
+      }
+      resume();
+      const marker = await call(server.url, 'GET', '/users?limit=1', { headers: { 'x-request-id': 'workers-done' } });
+      assert.equal(marker.status, 200);
+      for (
+        let waited = 0;
+        !server.logs.some((line) => line.includes('workers-done')) && waited < 10_000;
+        waited += 50
+      ) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const broken = server.logs.filter((line) => {
+        try {
+          return typeof JSON.parse(line) !== 'object';
+        } catch {
+          return true;
+        }
+      });
+      assert.deepEqual(broken.slice(0, 3), [], `${broken.length} of ${server.logs.length} lines are not whole`);
+      assert.equal(pidsLogging(server.logs, 'request completed').size, 2, 'both workers logged');
     } finally {
       assert.equal(await server.stop(), 0);
     }
