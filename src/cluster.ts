@@ -2,6 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { pino } from 'pino';
 import type { Config } from './config.ts';
 import { aggregateWorkerMetrics } from './ops/cluster-metrics.ts';
+import { logOutput } from './ops/log-output.ts';
 
 /** A worker that dies this soon after it started is failing to start, not crashing under load. */
 const RESTART_DELAY_MS = 1000;
@@ -13,7 +14,10 @@ const RESTART_DELAY_MS = 1000;
  * `/metrics` on any worker is answered with the sum over all of them, gathered here.
  */
 export function runPrimary(config: Readonly<Config>): void {
-  const log = pino({ level: config.logLevel, base: { pid: process.pid, role: 'primary' } });
+  const options = { level: config.logLevel, base: { pid: process.pid, role: 'primary' } };
+  // The same whole-line writer as the workers', so the primary's lines never cut into theirs.
+  const log =
+    config.logLevel === 'silent' ? pino(options) : pino(options, logOutput(config.logLevel, config.logBufferMb));
   const listening = new Set<Worker>();
   let stopping = false;
   let failed = false;

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { redactUrl } from '../src/http/logging.ts';
 import { call, createUser, getOnNewConnection } from './helpers/http.ts';
+import { waitFor } from './helpers/load.ts';
 import { pidsLogging, startServer, tempDir } from './helpers/server.ts';
 
 interface LogLine {
@@ -193,9 +194,7 @@ describe('logs when standard output is not read', () => {
           .slice(seen)
           .filter((line) => line.includes('log lines dropped'))
           .map((line) => JSON.parse(line) as { level: number; droppedLines: number });
-      for (let waited = 0; warnings().length === 0 && waited < 10_000; waited += 50) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await waitFor(() => warnings().length > 0, 10_000);
       const reported = warnings();
       assert.ok(reported.length > 0, 'no warning after the output was read again');
       for (const line of reported) assert.equal(line.level, 40);
@@ -209,13 +208,7 @@ describe('logs when standard output is not read', () => {
       // Logging goes on once the output is read again.
       const marker = await call(server.url, 'GET', '/users?limit=1', { headers: { 'x-request-id': 'after-the-drop' } });
       assert.equal(marker.status, 200);
-      for (
-        let waited = 0;
-        !server.logs.some((line) => line.includes('after-the-drop')) && waited < 5000;
-        waited += 50
-      ) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await waitFor(() => server.logs.some((line) => line.includes('after-the-drop')), 5000);
       assert.ok(
         server.logs.some((line) => line.includes('after-the-drop')),
         'no line logged after the drop',
@@ -249,13 +242,7 @@ describe('logs of several workers sharing one standard output', () => {
       resume();
       const marker = await call(server.url, 'GET', '/users?limit=1', { headers: { 'x-request-id': 'workers-done' } });
       assert.equal(marker.status, 200);
-      for (
-        let waited = 0;
-        !server.logs.some((line) => line.includes('workers-done')) && waited < 10_000;
-        waited += 50
-      ) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await waitFor(() => server.logs.some((line) => line.includes('workers-done')), 10_000);
       const broken = server.logs.filter((line) => {
         try {
           return typeof JSON.parse(line) !== 'object';

@@ -21,6 +21,8 @@ for (const backend of BACKENDS) {
     });
 
     it('both workers answer requests, on one port', async () => {
+      // A worker's own line may arrive just after the primary's (stdout and IPC are not ordered).
+      await waitFor(() => pidsLogging(server.logs, 'Server listening at').size === 2, 2000);
       const workers = pidsLogging(server.logs, 'Server listening at');
       assert.equal(workers.size, 2, `expected two workers listening: ${[...workers]}`);
       assert.ok(!workers.has(server.pid), 'the primary itself must not serve');
