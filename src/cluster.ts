@@ -14,10 +14,11 @@ const RESTART_DELAY_MS = 1000;
  * `/metrics` on any worker is answered with the sum over all of them, gathered here.
  */
 export function runPrimary(config: Readonly<Config>): void {
-  const options = { level: config.logLevel, base: { pid: process.pid, role: 'primary' } };
   // The same whole-line writer as the workers', so the primary's lines never cut into theirs.
-  const log =
-    config.logLevel === 'silent' ? pino(options) : pino(options, logOutput(config.logLevel, config.logBufferMb));
+  const log = pino(
+    { level: config.logLevel, base: { pid: process.pid, role: 'primary' } },
+    logOutput(config.logLevel, config.logBufferMb),
+  );
   const listening = new Set<Worker>();
   let stopping = false;
   let failed = false;

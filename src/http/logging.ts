@@ -41,7 +41,7 @@ export function loggerOptions(
 ): FastifyServerOptions['logger'] {
   return {
     level,
-    ...(level === 'silent' ? {} : { stream: logOutput(level, bufferMb) }),
+    stream: logOutput(level, bufferMb),
     serializers: {
       req: (request: { method: string; url: string; ip?: string }) => ({
         method: request.method,

@@ -1,5 +1,6 @@
 import { writeSync } from 'node:fs';
-import { type DestinationStream, type Level, pino } from 'pino';
+import { type DestinationStream, pino } from 'pino';
+import type { LogLevel } from '../config.ts';
 import { logLinesDropped } from './process-counters.ts';
 
 const MB = 1024 * 1024;
@@ -78,8 +79,8 @@ class LineOutput implements DestinationStream {
       try {
         written = writeSync(this.#fd, chunk);
       } catch (error) {
-        this.#rest = chunk;
         if ((error as NodeJS.ErrnoException).code === 'EAGAIN') {
+          this.#rest = chunk;
           this.#release();
           return false;
         }
@@ -142,10 +143,11 @@ let output: LineOutput | undefined;
 
 /**
  * Standard output for the logs, one per process; the first call's settings hold for the process.
- * Reading `process.stdout` makes a pipe non-blocking (for every process sharing it), so a full pipe
- * never stalls the event loop.
+ * None at level `silent`, which writes nothing. Reading `process.stdout` makes a pipe non-blocking
+ * (for every process sharing it), so a full pipe never stalls the event loop.
  */
-export function logOutput(level: Level, bufferMb: number): DestinationStream {
+export function logOutput(level: LogLevel, bufferMb: number): DestinationStream | undefined {
+  if (level === 'silent') return undefined;
   if (output === undefined) {
     void process.stdout;
     const lines = new LineOutput(1, bufferMb * MB);

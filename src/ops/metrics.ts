@@ -15,9 +15,10 @@ export const UNMATCHED_ROUTE = 'unmatched';
 const HTTP_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const DB_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
-// CPU, memory, event loop, GC, dropped log lines, early refusals: one set per process, shared by every app in it. Each set starts an
-// event-loop delay monitor and a GC observer that nothing can stop, so one per app would pile up in
-// tests that build many apps; the app's own metrics stay in a registry of its own.
+// CPU, memory, event loop, GC, dropped log lines, early refusals: one set per process, shared by
+// every app in it. Each set starts an event-loop delay monitor and a GC observer that nothing can
+// stop, so one per app would pile up in tests that build many apps; the app's own metrics stay in a
+// registry of its own.
 let processRegistry: Registry | undefined;
 
 function processMetrics(): Registry {
