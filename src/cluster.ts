@@ -4,8 +4,14 @@ import type { Config } from './config.ts';
 import { aggregateWorkerMetrics } from './ops/cluster-metrics.ts';
 import { logOutput } from './ops/log-output.ts';
 
-/** A worker that dies this soon after it started is failing to start, not crashing under load. */
+/** The wait before a worker that died is replaced. */
 const RESTART_DELAY_MS = 1000;
+/**
+ * A worker that fails to start (its database is still recovering, say) is tried again, waiting
+ * twice as long each time up to this: the service never ends because a start failed. The primary
+ * has opened the database itself before the first fork, so a wrong setting is reported at once.
+ */
+const MAX_RETRY_DELAY_MS = 30_000;
 
 /**
  * The primary process of `WORKERS` > 1: forks the workers, which share the port (the primary hands
@@ -20,6 +26,7 @@ export function runPrimary(config: Readonly<Config>): void {
     logOutput(config.logLevel, config.logBufferMb),
   );
   const listening = new Set<Worker>();
+  let retryDelayMs = RESTART_DELAY_MS;
   let stopping = false;
   let failed = false;
   const metrics = aggregateWorkerMetrics(listening);
@@ -28,6 +35,7 @@ export function runPrimary(config: Readonly<Config>): void {
     const worker = cluster.fork();
     worker.once('listening', (address) => {
       listening.add(worker);
+      retryDelayMs = RESTART_DELAY_MS;
       if (listening.size === config.workers) {
         const host = address.address?.includes(':') ? `[${address.address}]` : address.address;
         log.info(
@@ -44,15 +52,19 @@ export function runPrimary(config: Readonly<Config>): void {
         if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(failed ? 1 : 0);
         return;
       }
-      if (!started) {
-        log.fatal({ worker: worker.process.pid, code, signal }, 'a worker failed to start; stopping');
-        void stop('worker start failure', 1);
-        return;
+      let delayMs = RESTART_DELAY_MS;
+      if (started) log.error({ worker: worker.process.pid, code, signal }, 'a worker died; starting another');
+      else {
+        delayMs = retryDelayMs;
+        retryDelayMs = Math.min(retryDelayMs * 2, MAX_RETRY_DELAY_MS);
+        log.error(
+          { worker: worker.process.pid, code, signal, retryInMs: delayMs },
+          `a worker failed to start; retrying in ${delayMs} ms`,
+        );
       }
-      log.error({ worker: worker.process.pid, code, signal }, 'a worker died; starting another');
       setTimeout(() => {
         if (!stopping) fork();
-      }, RESTART_DELAY_MS);
+      }, delayMs);
     });
   };
 

@@ -1,6 +1,8 @@
 import type { Pool, PoolClient } from 'pg';
 import type { Change, Commit } from './store.ts';
 
+const ignore = () => undefined;
+
 interface Job {
   work: (client: PoolClient) => Promise<unknown>;
   changes: (value: never) => Change[];
@@ -75,6 +77,10 @@ export class PostgresBatch {
 
   async #transaction(jobs: Job[]): Promise<unknown[]> {
     const client = await this.#pool.connect();
+    // Out of the pool, a client has no listener for a connection that breaks (the server stopped,
+    // an administrator ended the session); without one the 'error' event would end the process.
+    // The query in flight fails as well, and its error is what this write reports.
+    client.on('error', ignore);
     try {
       await client.query('BEGIN');
       const { rows } = await client.query<{ version: string }>({
@@ -84,6 +90,7 @@ export class PostgresBatch {
       const values: unknown[] = [];
       for (const job of jobs) values.push(await job.work(client));
       await client.query('COMMIT');
+      client.off('error', ignore);
       client.release();
       const changes = jobs.flatMap((job, i) => job.changes(values[i] as never));
       this.#onCommit({ version: Number(rows[0]?.version), changes });
@@ -97,6 +104,7 @@ export class PostgresBatch {
           () => true,
           () => false,
         ));
+      client.off('error', ignore);
       client.release(rolledBack ? undefined : (error as Error));
       throw error;
     }

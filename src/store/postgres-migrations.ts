@@ -62,6 +62,10 @@ const MIGRATION_LOCK = 7_153_294_021;
  */
 export async function migratePostgres(pool: Pool): Promise<void> {
   const client = await pool.connect();
+  // A connection that breaks mid-migration fails the query in flight; without a listener its
+  // 'error' event would end the process instead of the start-up reporting why.
+  const ignore = () => undefined;
+  client.on('error', ignore);
   try {
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
@@ -79,9 +83,11 @@ export async function migratePostgres(pool: Pool): Promise<void> {
       ]);
     }
     await client.query('COMMIT');
+    client.off('error', ignore);
     client.release();
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
+    client.off('error', ignore);
     client.release(true);
     throw error;
   }

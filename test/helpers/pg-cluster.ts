@@ -9,8 +9,12 @@ export interface PostgresCluster {
   url: string;
   /** The server version it reports, e.g. `15.18`. */
   version: string;
-  /** Fast shutdown of the server (SIGINT to the postmaster we started); the data stays. */
-  halt(): Promise<void>;
+  /**
+   * Stops the server, the data stays: `fast` (SIGINT to the postmaster we started: sessions are
+   * ended, the data flushed) or `immediate` (SIGQUIT: every process quits at once, as in a crash;
+   * the next start replays the WAL).
+   */
+  halt(mode?: 'fast' | 'immediate'): Promise<void>;
   /** Starts the server again on the same port and data. */
   resume(): Promise<void>;
   /** Stops the server and removes its data. */
@@ -79,11 +83,11 @@ export async function startPostgresCluster(bin = findPostgresBin(), timeoutMs = 
       });
     });
 
-  const halt = async () => {
+  const halt = async (mode: 'fast' | 'immediate' = 'fast') => {
     const child = server;
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGINT');
+    child.kill(mode === 'fast' ? 'SIGINT' : 'SIGQUIT');
     const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
     await exited;
     clearTimeout(timer);
@@ -96,7 +100,7 @@ export async function startPostgresCluster(bin = findPostgresBin(), timeoutMs = 
     halt,
     resume: start,
     stop: async () => {
-      await halt();
+      await halt('fast');
       rmSync(dir, { recursive: true, force: true });
     },
   };
