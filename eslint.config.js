@@ -2,8 +2,40 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/**
+ * The layer rule of src/ (docs/architecture.md): each folder may import only the folders below it.
+ * From the top: server.ts and cluster.ts; app.ts; users/ and ops/ (side by side, neither imports
+ * the other); http/; store/ and logs/; config/ at the bottom.
+ */
+const LAYERS = {
+  'src/config/**': ['logs', 'store', 'http', 'users', 'ops'],
+  'src/logs/**': ['store', 'http', 'users', 'ops'],
+  'src/store/**': ['logs', 'http', 'users', 'ops'],
+  'src/http/**': ['users', 'ops'],
+  'src/users/**': ['ops'],
+  'src/ops/**': ['users'],
+};
+const TOP = ['**/app.ts', '**/server.ts', '**/cluster.ts'];
+
+const layerRules = Object.entries(LAYERS).map(([files, above]) => ({
+  files: [files],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          {
+            group: [...above.map((folder) => `**/${folder}/**`), ...TOP],
+            message: `${files.slice(4, -3)}/ may not import ${above.join('/, ')}/ or the entry points (docs/architecture.md)`,
+          },
+        ],
+      },
+    ],
+  },
+}));
+
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', 'dist/', '.tmp/', 'bench/results/'] },
+  { ignores: ['node_modules/', 'data/', 'dist/', '.tmp/', 'bench/results/', 'bench/peers/*/data/'] },
   js.configs.recommended,
   ...tseslint.configs.strict,
   {
@@ -15,4 +47,5 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
     },
   },
+  ...layerRules,
 );

@@ -1,12 +1,12 @@
 import { writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { openSqliteStore } from '../src/store/sqlite-store.ts';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { seedRecord } from './seed-data.ts';
 
 /** An SQLite file with the service's schema and `count` records, inserted in one transaction. */
 export async function seedSqlite(path: string, count: number): Promise<void> {
   // The service's own code creates the schema, so the bench cannot drift from its migrations.
-  await openSqliteStore(path).close();
+  await (await openSqliteStore(path)).close();
   const db = new Database(path);
   try {
     const insert = db.prepare('INSERT INTO users (name, age, city, created_at, updated_at) VALUES (?, ?, ?, ?, ?)');

@@ -1,15 +1,23 @@
-// Bundles src/ into one ES module for `npm start`; packages stay external, loaded from node_modules.
-// `node scripts/build.mjs OUTFILE` writes elsewhere than dist/server.mjs (the tests and the benchmark
-// do, so that they never race a running `npm start`).
+// Bundles src/ into ES modules for `npm start`: server.mjs, and sqlite-writer.mjs beside it (the
+// SQLite writer's worker thread, which the server starts from its own folder). Packages stay
+// external, loaded from node_modules. `node scripts/build.mjs OUTFILE` writes elsewhere than
+// dist/server.mjs (the tests and the benchmark do, so that they never race a running `npm start`).
+import { dirname, join } from 'node:path';
 import { build } from 'esbuild';
 
-await build({
-  entryPoints: ['src/server.ts'],
+const outfile = process.argv[2] ?? 'dist/server.mjs';
+const common = {
   bundle: true,
   platform: 'node',
   format: 'esm',
   packages: 'external',
   target: 'node20',
-  outfile: process.argv[2] ?? 'dist/server.mjs',
   logLevel: 'warning',
+};
+
+await build({ ...common, entryPoints: ['src/server.ts'], outfile });
+await build({
+  ...common,
+  entryPoints: ['src/store/sqlite/writer-thread.ts'],
+  outfile: join(dirname(outfile), 'sqlite-writer.mjs'),
 });

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { hideCredentials } from '../src/config.ts';
+import { hideCredentials } from '../src/config/load.ts';
 import { findPostgresBin, type PostgresCluster, startPostgresCluster } from '../test/helpers/pg-cluster.ts';
 
 const given = process.argv.slice(2);

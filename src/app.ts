@@ -1,16 +1,21 @@
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
-import type { Config } from './config.ts';
-import { registerAuth } from './http/auth.ts';
+import type { Config } from './config/load.ts';
+import { authenticator } from './http/auth.ts';
 import { registerBodyParsers } from './http/body-parsers.ts';
 import { registerConditionalGet } from './http/conditional.ts';
-import { clientErrorHandler, frameworkErrors, refuseExpectation, registerErrorHandlers } from './http/errors.ts';
-import { HttpError } from './http/problem.ts';
-import { registerLimits } from './http/limits.ts';
-import { loggerOptions, registerAccessLog, requestId } from './http/logging.ts';
+import { registerCors } from './http/cors.ts';
+import { crossSiteWriteCheck } from './http/cross-origin.ts';
+import { earlyRefusals, registerErrorHandlers } from './http/errors.ts';
+import { registerGate } from './http/gate.ts';
+import { allowedHosts } from './http/hosts.ts';
+import { BODY_LIMIT } from './http/limits.ts';
+import { logAnswer, loggerOptions, requestId } from './http/logging.ts';
 import { registerAllMethods } from './http/methods.ts';
-import { paramErrors, parseParams } from './http/query-string.ts';
-import { registerSecurityHeaders } from './http/security-headers.ts';
-import { createValidatorCompiler, invalidInput } from './http/validation.ts';
+import { OverloadMonitor } from './http/overload.ts';
+import { parseParams } from './http/query-string.ts';
+import { RateLimiter } from './http/rate-limit.ts';
+import { createValidatorCompiler } from './http/validation.ts';
+import { logOutput } from './logs/output.ts';
 import { registerDocs } from './ops/docs.ts';
 import { registerHealthRoutes } from './ops/health.ts';
 import { registerMetrics } from './ops/metrics.ts';
@@ -18,15 +23,14 @@ import type { UserStore } from './store/store.ts';
 import { registerUserRoutes } from './users/routes.ts';
 import { RULES } from './users/schemas.ts';
 
-export const BODY_LIMIT = 64 * 1024;
-
 export interface AppDeps {
   store: UserStore;
 }
 
-/** The settings the app itself uses (the rest are the server's: port, host, database, workers). */
+/** The settings the app itself uses (the rest are the server's: port, database, workers). */
 export type AppConfig = Pick<
   Config,
+  | 'host'
   | 'logLevel'
   | 'logBufferMb'
   | 'requestTimeoutMs'
@@ -38,12 +42,15 @@ export type AppConfig = Pick<
   | 'tokens'
   | 'corsOrigins'
   | 'trustedProxies'
+  | 'allowedHosts'
 >;
 
 /** The whole service, ready for requests; tests and the server build it the same way. */
 export async function buildApp(config: AppConfig, deps: AppDeps): Promise<FastifyInstance> {
+  const limiter = config.rateLimit === null ? undefined : new RateLimiter(config.rateLimit);
+  const early = earlyRefusals(limiter);
   const app = Fastify({
-    logger: loggerOptions(config.logLevel, config.logBufferMb, new Set(Object.keys(RULES))),
+    logger: loggerOptions(config.logLevel, logOutput(config.logLevel, config.logBufferMb), new Set(Object.keys(RULES))),
     genReqId: requestId,
     // Behind a proxy, the rate limit and the logs need the client's address, not the proxy's.
     ...(config.trustedProxies.length > 0 ? { trustProxy: config.trustedProxies.join(',') } : {}),
@@ -51,8 +58,8 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
     logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
     routerOptions: { querystringParser: parseParams, maxParamLength: 65_536 },
-    frameworkErrors,
-    clientErrorHandler,
+    frameworkErrors: early.frameworkErrors,
+    clientErrorHandler: early.clientErrorHandler,
     return503OnClosing: false,
     // A request that has not fully arrived in time (slow headers or a body that stalls) is answered
     // 408 and closed, checked every second. Node needs it when the server is created (http options);
@@ -64,7 +71,7 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
       headersTimeout: config.headersTimeoutMs,
       keepAliveTimeout: config.keepAliveTimeoutMs,
       connectionsCheckingInterval: 1000,
-      // HTTP/1.1 requires Host; refused below as a problem rather than by Node with an empty body.
+      // HTTP/1.1 requires Host; refused by the gate as a problem rather than by Node with an empty body.
       requireHostHeader: false,
     },
   });
@@ -72,32 +79,44 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   app.setValidatorCompiler(createValidatorCompiler(RULES));
   registerAllMethods(app);
   registerBodyParsers(app);
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
-      throw new HttpError('malformed-request', 'HTTP/1.1 requests need a Host header.');
-    }
-    // Routes with a query schema report these with every other fault; the rest refuse here.
-    const early = paramErrors(request.query);
-    if (early.length > 0 && request.routeOptions.schema?.querystring === undefined) throw invalidInput(early);
-  });
-
-  registerAccessLog(app);
   registerErrorHandlers(app);
-  app.server.on('checkExpectation', refuseExpectation);
   // A client may end its side once its request is sent (HTTP/1.0 style, `nc`): answer it anyway.
   // Node's default drops such a request unless its answer happens to be ready in the same tick.
   (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
+  app.server.on('checkExpectation', early.refuseExpectation);
+  // "Expect: 100-continue" is answered 100 only once the gate has let the request through, so a
+  // client sends no body to a request that is refused anyway (a 401, say).
+  app.server.on('checkContinue', (request, response) => app.server.emit('request', request, response));
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    if (request.headers.expect?.toLowerCase() === '100-continue') reply.raw.writeContinue();
+    done(null, payload);
+  });
+
+  const metrics = registerMetrics(app, deps.store);
+  await registerGate(app, {
+    limiter,
+    guesses: config.rateLimit === null ? undefined : new RateLimiter(config.rateLimit),
+    overload: new OverloadMonitor(config.overloadLagMs),
+    hosts: allowedHosts(config.allowedHosts, config.host),
+    crossSiteWrite: crossSiteWriteCheck(config.corsOrigins),
+    authenticate: config.tokens.length > 0 ? authenticator(config.tokens) : undefined,
+    cors: config.corsOrigins.length > 0 ? (scope) => registerCors(scope, config.corsOrigins) : undefined,
+  });
+  // One hook for what follows every answer: the access-log line and the request metrics.
+  app.addHook('onResponse', (request, reply, done) => {
+    logAnswer(request, reply);
+    metrics.answered(request, reply);
+    done();
+  });
+  app.addHook('onRequestAbort', (request, done) => {
+    request.log.info({ req: request }, 'request aborted by the client');
+    metrics.abandoned();
+    done();
+  });
   registerConditionalGet(app);
-  // In hook order: headers every answer carries, then what may refuse a request before it costs
-  // anything (URL length, overload, rate), then who is asking.
-  const store = registerMetrics(app, deps.store);
-  await registerSecurityHeaders(app, config.corsOrigins);
-  await registerLimits(app, config);
-  registerAuth(app, config.tokens);
 
   await registerDocs(app);
-  registerHealthRoutes(app, store);
-  registerUserRoutes(app, store, config.listingCacheMb * 1024 * 1024);
+  registerHealthRoutes(app, metrics.store);
+  registerUserRoutes(app, metrics.store, config.listingCacheMb * 1024 * 1024);
   return app;
 }

@@ -1,8 +1,8 @@
 import cluster, { type Worker } from 'node:cluster';
 import { pino } from 'pino';
-import type { Config } from './config.ts';
+import type { Config } from './config/load.ts';
 import { aggregateWorkerMetrics } from './ops/cluster-metrics.ts';
-import { logOutput } from './ops/log-output.ts';
+import { logOutput } from './logs/output.ts';
 
 /** The wait before a worker that died is replaced. */
 const RESTART_DELAY_MS = 1000;

@@ -2,10 +2,12 @@ import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { runPrimary } from './cluster.ts';
-import { type Config, ConfigError, loadConfig } from './config.ts';
+import { helpText } from './config/help.ts';
+import { type Config, ConfigError, loadConfig } from './config/load.ts';
+import { VERSION } from './config/version.ts';
 import { exposureWarning } from './ops/exposure.ts';
 import { openStore } from './store/open-store.ts';
-import { StoreUnavailableError } from './store/store.ts';
+import { StoreOpenError, StoreUnavailableError } from './store/store.ts';
 
 /**
  * Connections the kernel may hold for the server to accept. Node's default, 511, overflows under a
@@ -17,7 +19,8 @@ const LISTEN_BACKLOG = 4096;
 
 /** Opens storage and listens; on SIGTERM/SIGINT finishes in-flight requests and closes. */
 async function serve(config: Readonly<Config>): Promise<void> {
-  const store = await openStore(config);
+  // With workers, the primary has checked the file already.
+  const store = await openStore(config, { check: cluster.isPrimary });
   let app: FastifyInstance;
   try {
     app = await buildApp(config, { store });
@@ -59,10 +62,13 @@ async function serve(config: Readonly<Config>): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const config = loadConfig(process.env, process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  if (argv.includes('--help')) return void process.stdout.write(helpText('npm start --'));
+  if (argv.includes('--version')) return void process.stdout.write(`${VERSION}\n`);
+  const config = loadConfig(process.env, argv);
   if (config.workers > 1 && cluster.isPrimary) {
     // Migrations and start-up faults once, before any worker: workers then open a ready database.
-    await (await openStore(config)).close();
+    await (await openStore(config, { check: true })).close();
     runPrimary(config);
     return;
   }
@@ -78,7 +84,7 @@ main().catch((error: unknown) => {
   // no stack trace; anything else is a bug and keeps it.
   const code = (error as { code?: unknown }).code;
   const text =
-    error instanceof StoreUnavailableError
+    error instanceof StoreUnavailableError || error instanceof StoreOpenError
       ? error.message
       : typeof code === 'string'
         ? `${(error as Error).message} (${code})`

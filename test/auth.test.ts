@@ -6,11 +6,11 @@ import { assertProblem, call } from './helpers/http.ts';
 import { assertNotLogged } from './helpers/log-check.ts';
 import { type RunningServer, serverForSuite, startServer, tempDir } from './helpers/server.ts';
 
-const READ = 'read-token-3f9a1c';
-const WRITE = 'write-token-8b2e7d';
+const READ = 'read-token-3f9a1c-5e8b2d7c4a1f0963';
+const WRITE = 'write-token-8b2e7d-0a4c6e1f3b5d7928';
 /** Never configured; shaped like the real ones, and one that differs from READ by its last character. */
-const WRONG = 'wrong-token-5c6d0e';
-const NEAR = 'read-token-3f9a1d';
+const WRONG = 'wrong-token-5c6d0e-9f1b3d5a7c2e4680';
+const NEAR = 'read-token-3f9a1c-5e8b2d7c4a1f0964';
 
 const CHALLENGE = 'Bearer realm="user-records"';
 const INVALID = `${CHALLENGE}, error="invalid_token"`;

@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { type Config, ConfigError, loadConfig } from '../src/config.ts';
+import { type Config, ConfigError, loadConfig } from '../src/config/load.ts';
 
 type Env = Record<string, string | undefined>;
 
@@ -27,10 +27,14 @@ const DEFAULTS: Config = {
   tokens: [],
   corsOrigins: [],
   trustedProxies: [],
+  allowedHosts: [],
 };
 
 const tokenFile = join(mkdtempSync(join(tmpdir(), 'user-records-config-')), 'tokens');
-writeFileSync(tokenFile, '# service tokens\nread:r3ad-T0ken\n\n  write:wr1te_token=  \n');
+writeFileSync(
+  tokenFile,
+  '# service tokens\nread:r3adT0ken-4f9c2b7e1d8a6053-kq7xw\n\n  write:wr1te_token-9b3e5c1a7f2d4068-zm4=  \n',
+);
 const emptyTokenFile = join(tokenFile, '..', 'empty');
 writeFileSync(emptyTokenFile, '# nothing yet\n');
 
@@ -171,11 +175,11 @@ const validRows: ValidRow[] = [
   { name: 'OVERLOAD_LAG_MS=0 sheds nothing', env: { OVERLOAD_LAG_MS: '0' }, expected: { overloadLagMs: 0 } },
   {
     name: 'API_TOKENS',
-    env: { API_TOKENS: 'read:abc123, write:def456' },
+    env: { API_TOKENS: 'read:abc123def456ghi789jkl012mno345pq, write:def456ghi789jkl012mno345pqr678st' },
     expected: {
       tokens: [
-        { scope: 'read', token: 'abc123' },
-        { scope: 'write', token: 'def456' },
+        { scope: 'read', token: 'abc123def456ghi789jkl012mno345pq' },
+        { scope: 'write', token: 'def456ghi789jkl012mno345pqr678st' },
       ],
     },
   },
@@ -184,8 +188,8 @@ const validRows: ValidRow[] = [
     argv: ['--api-tokens-file', tokenFile],
     expected: {
       tokens: [
-        { scope: 'read', token: 'r3ad-T0ken' },
-        { scope: 'write', token: 'wr1te_token=' },
+        { scope: 'read', token: 'r3adT0ken-4f9c2b7e1d8a6053-kq7xw' },
+        { scope: 'write', token: 'wr1te_token-9b3e5c1a7f2d4068-zm4=' },
       ],
     },
   },
@@ -195,6 +199,12 @@ const validRows: ValidRow[] = [
     expected: { corsOrigins: ['https://app.example.com', 'http://localhost:5173'] },
   },
   { name: 'CORS_ORIGINS=*', env: { CORS_ORIGINS: '*' }, expected: { corsOrigins: ['*'] } },
+  {
+    name: 'ALLOWED_HOSTS, names lowercased and IPv6 in brackets',
+    env: { ALLOWED_HOSTS: 'Users.Example.com, 10.0.0.5, ::1, [fd00::2]' },
+    expected: { allowedHosts: ['users.example.com', '10.0.0.5', '[::1]', '[fd00::2]'] },
+  },
+  { name: 'ALLOWED_HOSTS=*', env: { ALLOWED_HOSTS: '*' }, expected: { allowedHosts: ['*'] } },
   {
     name: '--trust-proxy',
     argv: ['--trust-proxy', '127.0.0.1, 10.0.0.0/8,fd00::/8'],
@@ -267,7 +277,7 @@ const invalidRows: InvalidRow[] = [
   { name: 'RATE_LIMIT=0', env: { RATE_LIMIT: '0' }, messages: [/RATE_LIMIT/, /or off/] },
   {
     name: 'API_TOKENS with an unknown scope',
-    env: { API_TOKENS: 'read:abc123,admin:s3cret-value' },
+    env: { API_TOKENS: 'read:abc123def456ghi789jkl012mno345pq,admin:s3cret-value' },
     messages: [/API_TOKENS entry 2/, /read or write/],
     hidden: 's3cret-value',
   },
@@ -279,14 +289,41 @@ const invalidRows: InvalidRow[] = [
   },
   {
     name: 'API_TOKENS repeating a token',
-    env: { API_TOKENS: 'read:s3cret,write:s3cret' },
+    env: { API_TOKENS: 'read:abc123def456ghi789jkl012mno345pq,write:abc123def456ghi789jkl012mno345pq' },
     messages: [/API_TOKENS entry 2/, /repeats/],
-    hidden: 's3cret',
+    hidden: 'abc123def456ghi789jkl012mno345pq',
   },
-  { name: 'API_TOKENS with an empty entry', env: { API_TOKENS: 'read:abc,' }, messages: [/API_TOKENS entry 2/] },
+  {
+    name: 'API_TOKENS with an empty entry',
+    env: { API_TOKENS: 'read:abc123def456ghi789jkl012mno345pq,' },
+    messages: [/API_TOKENS entry 2/],
+  },
+  {
+    name: 'API_TOKENS with a token under 32 characters',
+    env: { API_TOKENS: 'read:abc123def456ghi789jkl012mno345pq,write:q7' },
+    messages: [/API_TOKENS entry 2/, /at least 32 characters/, /has 2/],
+    hidden: 'q7',
+  },
+  {
+    name: 'API_TOKENS with a token of few distinct characters',
+    env: { API_TOKENS: 'write:aaaaaaaaaaaaaaaabbbbbbbbbbbbbbbb' },
+    messages: [/API_TOKENS entry 1/, /could be guessed/],
+    hidden: 'aaaaaaaa',
+  },
+  {
+    name: 'API_TOKENS set but empty',
+    env: { API_TOKENS: '' },
+    messages: [/API_TOKENS/, /holds no tokens/, /leave API_TOKENS unset/],
+  },
+  { name: 'API_TOKENS_FILE set but empty', env: { API_TOKENS_FILE: '' }, messages: [/API_TOKENS_FILE/] },
+  {
+    name: 'ALLOWED_HOSTS with a port',
+    env: { ALLOWED_HOSTS: 'example.com:8080' },
+    messages: [/ALLOWED_HOSTS/, /no port/],
+  },
   {
     name: 'API_TOKENS and API_TOKENS_FILE together',
-    env: { API_TOKENS: 'read:abc', API_TOKENS_FILE: tokenFile },
+    env: { API_TOKENS: 'read:abc123def456ghi789jkl012mno345pq', API_TOKENS_FILE: tokenFile },
     messages: [/not both/],
   },
   {
@@ -362,7 +399,7 @@ describe('loadConfig', () => {
     const config = loadConfig({}, ['--port', '8080']);
     assert.ok(Object.isFrozen(config));
     assert.throws(() => {
-      (config as Config).port = 1;
+      (config as { port: number }).port = 1;
     }, TypeError);
     assert.equal(config.port, 8080);
   });

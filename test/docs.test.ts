@@ -29,7 +29,10 @@ describe('/docs in a real browser with the network off and tokens required', () 
     const data = tempDir();
     cleanups.push(data.cleanup);
     // With tokens configured: the page and everything it loads must still need none.
-    server = await startServer({ DATABASE_URL: join(data.dir, 'users.db'), API_TOKENS: 'read:docs-test-read-token' });
+    server = await startServer({
+      DATABASE_URL: join(data.dir, 'users.db'),
+      API_TOKENS: 'read:docs-test-read-token-7c2e9a4b5d1f',
+    });
 
     const profile = tempDir('user-records-chromium-');
     cleanups.push(profile.cleanup);

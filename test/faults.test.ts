@@ -3,8 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
-import { loadConfig } from '../src/config.ts';
-import { openSqliteStore } from '../src/store/sqlite-store.ts';
+import { loadConfig } from '../src/config/load.ts';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { BACKENDS } from './helpers/backends.ts';
 import { rawRequest } from './helpers/http.ts';
 import { serverForSuite, startServer, tempDir } from './helpers/server.ts';
@@ -17,7 +17,7 @@ describe('database faults', () => {
   let other: Database.Database;
 
   before(async () => {
-    const store = openSqliteStore(path, { busyTimeoutMs: 50 });
+    const store = await openSqliteStore(path, { busyTimeoutMs: 50 });
     app = await buildApp({ ...loadConfig({}, []), logLevel: 'silent' }, { store });
     app.addHook('onClose', async () => store.close());
     other = new Database(path);
@@ -45,7 +45,7 @@ describe('database faults', () => {
   });
 
   it('requests that arrive while the app is closing answer 503 problem details', async () => {
-    const store = openSqliteStore(':memory:');
+    const store = await openSqliteStore(':memory:');
     const closing = await buildApp({ ...loadConfig({}, []), logLevel: 'silent' }, { store });
     // Holds the close half-way (after the app's own preClose hook) so a request can arrive meanwhile.
     let release = () => {};
@@ -81,7 +81,7 @@ describe('slow clients', () => {
       const started = Date.now();
       const answer = await rawRequest(
         server.url,
-        'POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{"na',
+        'POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{"na',
         { keepOpen: true },
       );
       const took = Date.now() - started;
@@ -104,7 +104,10 @@ for (const backend of BACKENDS) {
     it('still gets its answer, even one that needs a database round trip', async () => {
       // rawRequest half-closes after writing, as HTTP/1.0 clients and `nc` do.
       for (const path of ['/users/1000000', '/users?limit=5', '/readyz']) {
-        const answer = await rawRequest(server.url, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+        const answer = await rawRequest(
+          server.url,
+          `GET ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`,
+        );
         assert.ok(answer.status === 404 || answer.status === 200, `${path}: ${answer.status} ${answer.body}`);
         assert.notEqual(answer.body, '', `${path}: an empty answer`);
       }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { openSqliteStore } from '../src/store/sqlite-store.ts';
+import { openDatabase } from '../src/store/sqlite/open.ts';
 import { startServer, tempDir } from './helpers/server.ts';
 
 const STRACE = '/usr/bin/strace';
@@ -10,13 +10,15 @@ const STRACE = '/usr/bin/strace';
 // An answered write must be on disk, not only in the OS cache: SIGKILL tests cannot see the
 // difference (the kernel keeps the cache), so this checks the settings and counts real fsyncs.
 describe('durability of an answered write', () => {
-  it('the SQLite connection runs in WAL mode with synchronous=FULL', async () => {
+  it('every SQLite connection (the writer’s among them) runs in WAL mode with synchronous=FULL', async () => {
     const data = tempDir();
-    const store = openSqliteStore(join(data.dir, 'users.db'));
+    const db = openDatabase(join(data.dir, 'users.db'), { busyTimeoutMs: 0, migrate: true });
     try {
-      assert.deepEqual(store.durability(), { journalMode: 'wal', synchronous: 2 });
+      assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
+      assert.equal(db.pragma('synchronous', { simple: true }), 2);
+      assert.equal(db.pragma('secure_delete', { simple: true }), 1);
     } finally {
-      await store.close();
+      db.close();
       data.cleanup();
     }
   });

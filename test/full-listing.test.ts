@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { Readable } from 'node:stream';
-import { parseDatabaseUrl } from '../src/config.ts';
+import { parseDatabaseUrl } from '../src/config/load.ts';
 import { openStore } from '../src/store/open-store.ts';
 import type { UserStore } from '../src/store/store.ts';
 import { FullListing, type Listing } from '../src/users/full-listing.ts';

@@ -36,7 +36,10 @@ const VARIANTS: Variant[] = [
     name: 'sqlite, with API_TOKENS',
     backend: sqlite,
     runs: scaled(300, 3000),
-    tokens: { read: `rdtok${SEED.toString(36)}Qx`, write: `wrtok${SEED.toString(36)}Qy` },
+    tokens: {
+      read: `rdtok${SEED.toString(36)}Qx-7c2e9a4b5d1f-0abcdefgh`,
+      write: `wrtok${SEED.toString(36)}Qy-3f8a1b6c9e2d-0abcdefgh`,
+    },
   },
 ];
 

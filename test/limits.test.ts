@@ -132,7 +132,7 @@ describe('overload shedding', () => {
 
   it('requests that queued while the process stalled get 503 with Retry-After; liveness still answers', async () => {
     const get = (path: string) =>
-      rawRequest(server.url, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      rawRequest(server.url, `GET ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
     process.kill(server.pid, 'SIGSTOP');
     let queued: Promise<{ status: number; body: string }>[];
     try {

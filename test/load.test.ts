@@ -32,7 +32,7 @@ const WARM_UP_MS = scaled(3000, 60_000);
  */
 const RSS_GROWTH_LIMIT_MB = scaled(64, 48);
 const PREFIX = 'Ldsoak';
-const TOKEN = `tok${randomBytes(12).toString('hex')}`;
+const TOKEN = `tok${randomBytes(16).toString('hex')}`;
 
 for (const backend of BACKENDS) {
   describe(`load and soak [${backend.name}]`, { skip: backend.skip, timeout: DURATION_MS + 90_000 }, () => {

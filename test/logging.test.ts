@@ -146,7 +146,8 @@ describe('logs', () => {
 
   it('a request refused before routing still logs its completion and status', () => {
     const badUrlLines = lines.filter((line) => line.requestId === 'test-bad-url-7');
-    assert.equal(badUrlLines.find((line) => line.req !== undefined)?.req?.url, '/us%ZZers?name=[redacted]');
+    // The path is not repeated (no route matched it): only its redacted query.
+    assert.equal(badUrlLines.find((line) => line.req !== undefined)?.req?.url, '(unmatched)?name=[redacted]');
     assert.equal(
       badUrlLines.find((line) => line.res !== undefined)?.res?.statusCode,
       400,
@@ -261,9 +262,12 @@ describe('logs of several workers sharing one standard output', () => {
 const KNOWN = new Set(['name', 'age', 'city', 'fields', 'limit', 'after']);
 
 describe('redactUrl', () => {
-  const rows: Array<{ url: string; expected: string }> = [
-    { url: '/users', expected: '/users' },
-    { url: '/users/7', expected: '/users/7' },
+  // The route pattern stands for the path: a path can carry what a client should not have put there.
+  const rows: Array<{ url: string; route?: string; expected: string }> = [
+    { url: '/users', route: '/users', expected: '/users' },
+    { url: '/users/7', route: '/users/:id', expected: '/users/:id' },
+    { url: '/ada.lovelace@example.com', expected: '(unmatched)' },
+    { url: '/people/Ada%20Lovelace?name=Ada', expected: '(unmatched)?name=[redacted]' },
     { url: '/users?', expected: '/users?' },
     { url: '/users?name=Ada', expected: '/users?name=[redacted]' },
     { url: '/users?name=', expected: '/users?name=[redacted]' },
@@ -276,12 +280,15 @@ describe('redactUrl', () => {
     { url: '/users?&&name=Ada&', expected: '/users?name=[redacted]' },
     { url: '/users?q=a=b', expected: '/users?[redacted]' },
     { url: '/users?city=a?b=c', expected: '/users?city=[redacted]' },
-    { url: '/users/7?fields=id,name', expected: '/users/7?fields=[redacted]' },
+    { url: '/users/7?fields=id,name', route: '/users/:id', expected: '/users/:id?fields=[redacted]' },
     { url: '/users?na%6De=Ada+L%C3%B6ve', expected: '/users?[redacted]' },
   ];
   for (const row of rows) {
     it(`${row.url} → ${row.expected}`, () => {
-      assert.equal(redactUrl(row.url, KNOWN), row.expected);
+      assert.equal(
+        redactUrl(row.url, KNOWN, row.route ?? (row.url.startsWith('/users?') ? '/users' : undefined)),
+        row.expected,
+      );
     });
   }
 });

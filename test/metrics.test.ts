@@ -223,7 +223,9 @@ describe('rate-limited and shed requests, thrown from an onRequest hook', () => 
     app = Fastify();
     registerAllMethods(app);
     registerErrorHandlers(app);
-    registerMetrics(app, NO_STORE);
+    const metrics = registerMetrics(app, NO_STORE);
+    // As buildApp does: every answer is reported to the metrics once it has gone.
+    app.addHook('onResponse', async (request, reply) => metrics.answered(request, reply));
     app.addHook('onRequest', async (request) => {
       const refuse = request.headers['x-refuse'];
       if (refuse === 'rate') throw new HttpError('rate-limited', 'Too many.');

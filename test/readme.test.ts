@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { settingsTable } from '../src/config/help.ts';
 import { serverForSuite } from './helpers/server.ts';
 import { BACKENDS } from './helpers/backends.ts';
 
@@ -60,3 +61,12 @@ for (const backend of BACKENDS) {
     }
   });
 }
+
+describe('README settings table', () => {
+  it('is the one the settings definitions make (node --import tsx scripts/readme-settings.ts rewrites it)', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const table = /<!-- settings:start -->\n([\s\S]*?)\n<!-- settings:end -->/.exec(readme)?.[1];
+    assert.ok(table !== undefined, 'README has no settings block');
+    assert.equal(table, settingsTable());
+  });
+});

@@ -13,8 +13,8 @@ const JSON_CSP = "default-src 'none';frame-ancestors 'none'";
 const APP = 'https://app.example.com';
 const ADMIN = 'https://admin.example.com';
 const STRANGER = 'https://evil.example.net';
-const READ = 'read-token-headers-1a2b';
-const WRITE = 'write-token-headers-3c4d';
+const READ = 'read-token-headers-1a2b-9c8d7e6f5a4b';
+const WRITE = 'write-token-headers-3c4d-1e2f3a4b5c6d';
 
 const EXPOSED = [
   'ETag',
@@ -87,6 +87,13 @@ describe('security headers, CORS off (the default)', () => {
     { name: 'a problem 404 (no such path)', method: 'GET', path: '/nothing-here', status: 404 },
     { name: 'a problem 405', method: 'DELETE', path: '/users', status: 405 },
     {
+      name: 'a problem 403 (a change sent from another site’s page)',
+      method: 'POST',
+      path: '/users?name=Eve&age=9&city=Oslo',
+      headers: { origin: STRANGER },
+      status: 403,
+    },
+    {
       name: 'a problem 413 (refused while reading the body)',
       method: 'POST',
       path: '/users',
@@ -101,8 +108,10 @@ describe('security headers, CORS off (the default)', () => {
   ];
   for (const row of answers) {
     it(`on ${row.name}: ${row.method} ${row.path.slice(0, 40)}`, async () => {
+      // Reads carry an Origin, as a browser's would; changes from another site are refused (the 403 row).
+      const origin: Record<string, string> = ['GET', 'HEAD', 'OPTIONS'].includes(row.method) ? { origin: APP } : {};
       const answer = await call(server.url, row.method, row.path, {
-        headers: { origin: APP, ...row.headers },
+        headers: { ...origin, ...row.headers },
         body: row.body,
       });
       if (row.status >= 400) assertProblem(answer, row.status);
@@ -169,7 +178,10 @@ describe(`CORS for listed origins, with tokens required`, () => {
       const headers: Record<string, string> = { origin: STRANGER };
       if (row.token !== undefined) headers.authorization = `Bearer ${row.token}`;
       const answer = await call(server.url, row.method, row.path, { headers });
-      assert.equal(answer.status, row.status, answer.text);
+      // A change sent from an unlisted site's page is refused whatever its token.
+      const write = !['GET', 'HEAD', 'OPTIONS'].includes(row.method);
+      if (write) assert.equal(assertProblem(answer, 403).type, '/problems/cross-origin-write');
+      else assert.equal(answer.status, row.status, answer.text);
       assertNoCors(answer, row.name);
       assert.ok(list(answer.headers.get('vary')).includes('origin'), 'a cache must not serve this to a listed origin');
     });

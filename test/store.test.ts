@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, afterEach, beforeEach, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { parseDatabaseUrl } from '../src/config.ts';
+import { parseDatabaseUrl } from '../src/config/load.ts';
 import { openStore } from '../src/store/open-store.ts';
 import type { Commit, IdempotencyKey, ListFilter, User, UserInput, UserStore } from '../src/store/store.ts';
 import { BACKENDS, type Database as TestDatabase } from './helpers/backends.ts';
@@ -173,27 +174,27 @@ for (const backend of backends) {
       assert.deepEqual(await store.list({}), [user]);
     });
 
-    it('a precondition sees the current record; a false one answers precondition-failed and changes nothing', async () => {
+    it('a precondition admits the versions it names (or any); another answers precondition-failed and changes nothing', async () => {
       const created = await store.create({ name: 'Ada', age: 36, city: 'London' });
-      const seen: User[] = [];
-      const firstVersion = (current: User) => {
-        seen.push(current);
-        return current.version === 1;
-      };
-      const changed = await store.update(created.id, { age: 37 }, firstVersion);
+      const changed = await store.update(created.id, { age: 37 }, { versions: [1] });
       assert.ok(changed.ok);
-      assert.deepEqual(seen, [created]);
+      assert.equal(changed.user.version, 2);
 
-      const stale = await store.update(created.id, { age: 99 }, firstVersion);
+      const stale = await store.update(created.id, { age: 99 }, { versions: [1] });
       assert.deepEqual(stale, { ok: false, reason: 'precondition-failed' });
-      assert.deepEqual(await store.remove(created.id, () => false), { ok: false, reason: 'precondition-failed' });
+      assert.deepEqual(await store.remove(created.id, { versions: [] }), { ok: false, reason: 'precondition-failed' });
       assert.deepEqual(await store.get(created.id), changed.user);
+      const either = await store.update(created.id, { age: 38 }, { versions: [5, 2] });
+      assert.ok(either.ok);
+      const any = await store.update(created.id, { age: 39 }, { anyVersion: true });
+      assert.ok(any.ok);
+      assert.equal(any.user.version, 4);
     });
 
     it('remove returns the removed record, which is gone afterwards', async () => {
       const keep = await store.create({ name: 'Ada', age: 36, city: 'London' });
       const drop = await store.create({ name: 'Ben', age: 41, city: 'Leeds' });
-      const removed = await store.remove(drop.id, (current) => current.version === 1);
+      const removed = await store.remove(drop.id, { versions: [1] });
       assert.deepEqual(removed, { ok: true, user: drop });
       assert.equal(await store.get(drop.id), undefined);
       assert.deepEqual(await store.list({}), [keep]);
@@ -267,7 +268,7 @@ for (const backend of backends) {
       assert.equal(stored[0]?.version, 2, 'the failed update must not have bumped the version');
     });
 
-    it('each committed write transaction raises version() and is reported to onCommit, changes in order', async () => {
+    it('each committed change raises version() by one and is reported to onCommit, in order', async () => {
       const commits: Commit[] = [];
       store.onCommit((commit) => commits.push(commit));
       const start = await store.version();
@@ -279,16 +280,24 @@ for (const backend of backends) {
         store.remove(ben.id + 100),
       ]);
       assert.ok(changed?.ok && removed?.ok && missing?.ok === false);
-      assert.deepEqual(
-        commits.map((commit) => commit.version),
-        [start + 1, start + 2, start + 3],
-      );
-      assert.equal(await store.version(), start + 3);
-      assert.deepEqual(commits.at(-1)?.changes, [
-        { kind: 'put', user: changed.user },
-        { kind: 'delete', id: ben.id },
+      const seen = commits.map((commit) => commit.changes.map(({ version, kind, user }) => ({ version, kind, user })));
+      assert.deepEqual(seen, [
+        [{ version: start + 1, kind: 'created', user: ada }],
+        [{ version: start + 2, kind: 'created', user: ben }],
+        [
+          { version: start + 3, kind: 'updated', user: changed.user },
+          { version: start + 4, kind: 'deleted', user: ben },
+        ],
       ]);
-      assert.deepEqual(commits[0]?.changes, [{ kind: 'put', user: ada }]);
+      for (const change of commits.flatMap((commit) => commit.changes)) assert.ok(change.at instanceof Date);
+      assert.equal(await store.version(), start + 4);
+      // A write that changes nothing (a refusal) leaves the version and tells no listener.
+      assert.deepEqual(await store.update(ada.id, { age: 1 }, { versions: [] }), {
+        ok: false,
+        reason: 'precondition-failed',
+      });
+      assert.equal(await store.version(), start + 4);
+      assert.equal(commits.length, 3);
     });
 
     describe('createOnce (Idempotency-Key)', () => {
@@ -308,15 +317,15 @@ for (const backend of backends) {
         assert.ok(other.ok && !other.replayed && other.user.id > first.user.id, 'keys are independent');
       });
 
-      it('a replay returns the record as first stored, after it changed or was removed', async () => {
+      it('a replay returns the record as it is now; once it is removed, the key is refused and keeps none of its values', async () => {
         const first = await store.createOnce(ada, key('f1'));
         assert.ok(first.ok);
         const changed = await store.update(first.user.id, { city: 'Paris' });
         assert.ok(changed.ok);
-        assert.deepEqual(await store.createOnce(ada, key('f1')), { ok: true, user: first.user, replayed: true });
+        assert.deepEqual(await store.createOnce(ada, key('f1')), { ok: true, user: changed.user, replayed: true });
         assert.deepEqual(await store.list({}), [changed.user]);
         assert.ok((await store.remove(first.user.id)).ok);
-        assert.deepEqual(await store.createOnce(ada, key('f1')), { ok: true, user: first.user, replayed: true });
+        assert.deepEqual(await store.createOnce(ada, key('f1')), { ok: false, reason: 'record-deleted' });
         assert.deepEqual(await store.list({}), []);
       });
 
@@ -334,8 +343,8 @@ for (const backend of backends) {
         assert.deepEqual(await store.list({}), [user]);
         // Replays inside the write transaction must not reach caches as changes (their snapshot may be old).
         assert.deepEqual(
-          commits.flatMap((commit) => commit.changes),
-          [{ kind: 'put', user }],
+          commits.flatMap((commit) => commit.changes).map(({ kind, user }) => ({ kind, user })),
+          [{ kind: 'created', user }],
         );
       });
 
@@ -409,7 +418,7 @@ for (const backend of persistent) {
       const created = await Promise.all(stores.map((store, i) => store.create({ name: `n${i}`, age: i, city: 'c' })));
       assert.equal(new Set(created.map((user) => user.id)).size, stores.length);
       for (const store of stores) await store.close();
-      assert.deepEqual(await migrationVersions(url), [1, 2, 3]);
+      assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4]);
     });
 
     it('two stores on one database changing the same records in opposite orders both succeed', async () => {
@@ -458,24 +467,53 @@ for (const backend of persistent) {
       }
     });
 
-    it('migration 3 (idempotency_keys) applies to a database at schema version 2 and keeps its records', async () => {
+    it('migrations 3 and 4 apply to a database at schema version 2 and keep its records', async () => {
       const url = await backend.fresh();
       const store = await openUrl(url);
       const ada = await store.create({ name: 'Ada', age: 36, city: 'London' });
       await store.close();
-      await runSql(url, {
-        sqlite: 'DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version = 3',
-        postgres: 'DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version = 3',
-      });
+      const drop = 'DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version >= 3';
+      await runSql(url, { sqlite: drop, postgres: drop });
       assert.deepEqual(await migrationVersions(url), [1, 2]);
 
       const upgraded = await openUrl(url);
       try {
-        assert.deepEqual(await migrationVersions(url), [1, 2, 3]);
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4]);
         assert.deepEqual(await upgraded.list({}), [ada]);
         const first = await upgraded.createOnce(ada, { key: 'k', fingerprint: 'f' });
         assert.ok(first.ok && !first.replayed);
         assert.deepEqual(await upgraded.createOnce(ada, { key: 'k', fingerprint: 'f' }), { ...first, replayed: true });
+      } finally {
+        await upgraded.close();
+      }
+    });
+
+    it('migration 4 turns the values a key kept into the record id: its replay still works', async () => {
+      const url = await backend.fresh();
+      const store = await openUrl(url);
+      const ada = await store.create({ name: 'Ada', age: 36, city: 'London' });
+      await store.close();
+      // The table as migration 3 left it, holding a key that kept the record's values.
+      const snapshot = JSON.stringify(ada).replaceAll("'", "''");
+      await runSql(url, {
+        sqlite: `DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version = 4;
+          CREATE TABLE idempotency_keys (key TEXT PRIMARY KEY NOT NULL, fingerprint TEXT NOT NULL,
+            user_json TEXT NOT NULL, created_at INTEGER NOT NULL) STRICT;
+          INSERT INTO idempotency_keys VALUES ('k', 'f', '${snapshot}', ${Date.now()})`,
+        postgres: `DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version = 4;
+          CREATE TABLE idempotency_keys (key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL,
+            user_json TEXT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now());
+          INSERT INTO idempotency_keys (key, fingerprint, user_json) VALUES ('k', 'f', '${snapshot}')`,
+      });
+      const upgraded = await openUrl(url);
+      try {
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4]);
+        assert.deepEqual(await upgraded.createOnce(ada, { key: 'k', fingerprint: 'f' }), {
+          ok: true,
+          user: ada,
+          replayed: true,
+        });
+        assert.deepEqual(await keyColumns(url), ['created_at', 'fingerprint', 'key', 'user_id']);
       } finally {
         await upgraded.close();
       }
@@ -524,6 +562,27 @@ for (const backend of persistent) {
       }
     });
 
+    it('no copy of a corrected or deleted record’s values stays in the database', async (t) => {
+      if (backend.name !== 'sqlite') return t.skip('a file-level check: PostgreSQL keeps dead rows until VACUUM');
+      const url = await backend.fresh();
+      const store = await openUrl(url);
+      const kept = await store.createOnce(
+        { name: 'Zanzibar-Keyed', age: 36, city: 'Quixotic-Town' },
+        { key: 'k', fingerprint: 'f' },
+      );
+      assert.ok(kept.ok);
+      const corrected = await store.update(kept.user.id, { name: 'Corrected', city: 'Elsewhere' });
+      assert.ok(corrected.ok);
+      const gone = await store.create({ name: 'Vanishing-Person', age: 20, city: 'Xylophone-City' });
+      assert.ok((await store.remove(gone.id)).ok);
+      await store.close(); // the last connection folds the log into the file
+      const bytes = readFileSync(url).toString('latin1');
+      for (const value of ['Zanzibar-Keyed', 'Quixotic-Town', 'Vanishing-Person', 'Xylophone-City']) {
+        assert.ok(!bytes.includes(value), `${value} is still in the file`);
+      }
+      assert.ok(bytes.includes('Corrected'), 'the check can see a stored value');
+    });
+
     it('refuses a database whose schema is newer than this service knows', async () => {
       const url = await backend.fresh();
       await (await openUrl(url)).close();
@@ -531,6 +590,29 @@ for (const backend of persistent) {
       await assert.rejects(openUrl(url), /newer.*999|999.*newer/);
     });
   });
+}
+
+/** The columns of idempotency_keys, sorted: a key must keep no value of its record. */
+async function keyColumns(url: string): Promise<string[]> {
+  if (!url.startsWith('postgres')) {
+    const db = new Database(url, { readonly: true });
+    try {
+      return (db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all('idempotency_keys') as string[]).sort();
+    } finally {
+      db.close();
+    }
+  }
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ column_name: string }>(
+      `SELECT column_name FROM information_schema.columns WHERE table_name = 'idempotency_keys'
+       AND table_schema = current_schema()`,
+    );
+    return rows.map((row) => row.column_name).sort();
+  } finally {
+    await client.end();
+  }
 }
 
 /** The versions in schema_migrations, read with the database's own client. */

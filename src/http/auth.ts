@@ -1,38 +1,34 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
-import type { ApiToken, Scope } from '../config.ts';
+import type { ApiToken, Scope } from '../config/load.ts';
 import { HttpError } from './problem.ts';
 
-/** Routes anyone may call, besides the docs page: they describe the service and hold no data. */
-export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/openapi.json']);
-const DOCS_PREFIX = '/docs';
-/** Methods a read token may use; every other method needs write. */
+/** Methods a read token may use (OPTIONS reveals only which methods a path serves); every other method needs write. */
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 const REALM = 'Bearer realm="user-records"';
 const BEARER = /^Bearer +(\S+) *$/i;
-
-function isPublic(route: string | undefined): boolean {
-  return (
-    route !== undefined && (PUBLIC_ROUTES.has(route) || route === DOCS_PREFIX || route.startsWith(`${DOCS_PREFIX}/`))
-  );
-}
 
 /** Hashing both sides gives equal lengths, so the comparison time says nothing about the token. */
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
 
+export interface AuthFailure {
+  error: HttpError;
+  /** A token was sent and was wrong (a guess), rather than none at all. */
+  guessed: boolean;
+}
+
 /**
- * Bearer-token authentication, off when no tokens are configured. Runs in onRequest, after the
- * limits and before any body is read; unknown paths answer 401 like known ones, so nothing about
- * what exists is revealed. CORS preflights never get here: CORS answers them first.
+ * Bearer-token authentication: returns why a request may not go on (401 without a token or with a
+ * wrong one, 403 for a read token on a write), or undefined. Every configured token is compared, in
+ * constant time and with no early exit.
  */
-export function registerAuth(app: FastifyInstance, tokens: readonly ApiToken[]): void {
-  if (tokens.length === 0) return;
+export function authenticator(
+  tokens: readonly ApiToken[],
+): (method: string, authorization?: string) => AuthFailure | undefined {
   const known = tokens.map(({ scope, token }) => ({ scope, digest: digest(token) }));
 
-  /** The scope of a presented token, or undefined; every configured token is compared, no early exit. */
   const scopeOf = (presented: string): Scope | undefined => {
     const candidate = digest(presented);
     let scope: Scope | undefined;
@@ -42,28 +38,31 @@ export function registerAuth(app: FastifyInstance, tokens: readonly ApiToken[]):
     return scope;
   };
 
-  app.addHook('onRequest', async (request) => {
-    if (isPublic(request.routeOptions.url)) return;
-    const presented = BEARER.exec(request.headers.authorization ?? '')?.[1];
+  return (method, authorization) => {
+    const presented = BEARER.exec(authorization ?? '')?.[1];
     if (presented === undefined) {
-      throw new HttpError('unauthorized', 'This service needs a token: send "Authorization: Bearer <token>".', {
+      const error = new HttpError('unauthorized', 'This service needs a token: send "Authorization: Bearer <token>".', {
         headers: { 'www-authenticate': REALM },
       });
+      return { error, guessed: authorization !== undefined };
     }
     const scope = scopeOf(presented);
     if (scope === undefined) {
-      throw new HttpError('unauthorized', 'The bearer token is not valid.', {
+      const error = new HttpError('unauthorized', 'The bearer token is not valid.', {
         headers: { 'www-authenticate': `${REALM}, error="invalid_token"` },
       });
+      return { error, guessed: true };
     }
-    if (scope === 'read' && !READ_METHODS.has(request.method)) {
-      throw new HttpError(
+    if (scope === 'read' && !READ_METHODS.has(method)) {
+      const error = new HttpError(
         'forbidden',
-        `${request.method} needs a token with the write scope; this one may only read.`,
+        `${method} needs a token with the write scope; this one may only read.`,
         {
           headers: { 'www-authenticate': `${REALM}, error="insufficient_scope", scope="write"` },
         },
       );
+      return { error, guessed: false };
     }
-  });
+    return undefined;
+  };
 }

@@ -1,10 +1,9 @@
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { refusedBeforeRouting } from '../ops/process-counters.ts';
+import { Counter } from 'prom-client';
 import { StoreUnavailableError } from '../store/store.ts';
-import { URL_LIMIT } from './limits.ts';
-import { EARLY_ANSWER_HEADERS } from './security-headers.ts';
+import { BODY_LIMIT, kib, URL_LIMIT } from './limits.ts';
 import {
   codeForStatus,
   HttpError,
@@ -14,6 +13,16 @@ import {
   problem,
   toProblem,
 } from './problem.ts';
+import type { RateLimiter } from './rate-limit.ts';
+import { JSON_HEADERS } from './security-headers.ts';
+
+/** Requests answered before any route saw them, by status; shown by /metrics (registered there). */
+export const refusedBeforeRouting = new Counter({
+  name: 'http_requests_refused_before_routing_total',
+  help: 'Requests answered before any route saw them (unparsable HTTP, a slow request, an undecodable URL), by status.',
+  labelNames: ['status'] as const,
+  registers: [],
+});
 
 /** Sends a problem-details body. */
 export function sendProblem(reply: FastifyReply, body: Problem): FastifyReply {
@@ -22,7 +31,7 @@ export function sendProblem(reply: FastifyReply, body: Problem): FastifyReply {
 
 /** Words for framework errors; their own messages may quote the request, so they are not used. */
 const FRAMEWORK_DETAILS: Record<string, string> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: 'The body is larger than the service accepts (64 KiB).',
+  FST_ERR_CTP_BODY_TOO_LARGE: `The body is larger than the service accepts (${kib(BODY_LIMIT)}).`,
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'The Content-Length header does not match the body.',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'The body has no usable Content-Type.',
   FST_ERR_BAD_URL: 'The URL is not correctly percent-encoded.',
@@ -47,61 +56,90 @@ export function toHttpError(error: unknown): HttpError {
   return new HttpError('internal', 'The service failed to handle the request; it has been logged.');
 }
 
+/** The error handler and the 404 of unknown paths, both in problem details. */
 export function registerErrorHandlers(app: FastifyInstance): void {
-  // While closing, new requests get a 503 problem (Fastify's own closing answer is not one).
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
-  app.addHook('onRequest', async () => {
-    if (closing) {
-      throw new HttpError('unavailable', 'The service is shutting down; retry on another instance.', {
-        headers: { 'retry-after': '1', connection: 'close' },
-      });
-    }
-  });
-
   app.setErrorHandler((error, request, reply) => {
     const httpError = toHttpError(error);
-    if (httpError.status === 503) request.log.warn({ err: error }, 'request shed: service unavailable');
-    else if (httpError.status >= 500) request.log.error({ err: error }, 'request failed');
+    if (httpError.status >= 500 && httpError.code !== 'internal') {
+      // A fault the client may retry (the database away, overload): a reason, no stack.
+      request.log.warn({ problem: httpError.code, reason: (error as Error).message }, 'request refused: unavailable');
+    } else if (httpError.status >= 500) request.log.error({ err: error }, 'request failed');
     else request.log.info({ problem: httpError.code, status: httpError.status }, 'request refused');
     reply.headers(httpError.headers);
     return sendProblem(reply, toProblem(httpError));
   });
 
+  // The path is not repeated: it may carry what a client should not have put there.
   app.setNotFoundHandler((request, reply) =>
-    sendProblem(reply, problem('not-found', `There is nothing at ${request.method} ${pathOf(request)}.`)),
+    sendProblem(reply, problem('not-found', `Nothing is served at this path (${request.method}).`)),
   );
 }
 
-function pathOf(request: FastifyRequest): string {
-  return request.url.split('?')[0] ?? '/';
-}
+/**
+ * The answers made before any route or hook runs: an URL Fastify cannot decode, HTTP that Node
+ * cannot parse, an Expect it does not meet. They carry the security headers and count against the
+ * client's rate limit like any other request.
+ */
+export function earlyRefusals(limiter: RateLimiter | undefined) {
+  const count = (status: number, address: string | undefined) => {
+    refusedBeforeRouting.inc({ status });
+    limiter?.hit(address);
+  };
 
-/** For FastifyServerOptions.frameworkErrors: errors raised before routing (bad URL encoding). */
-export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  const httpError = toHttpError(error);
-  refusedBeforeRouting.inc({ status: httpError.status });
-  reply.header('x-request-id', request.id).headers(EARLY_ANSWER_HEADERS);
-  void sendProblem(reply, toProblem(httpError));
-  // These requests skip the hooks that normally log the outcome.
-  request.log.info(
-    { req: request, res: { statusCode: httpError.status }, problem: httpError.code },
-    'request completed',
-  );
-}
+  /** For FastifyServerOptions.frameworkErrors: errors raised before routing (bad URL encoding). */
+  const frameworkErrors = (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void => {
+    const httpError = toHttpError(error);
+    count(httpError.status, request.ip);
+    reply.header('x-request-id', request.id).headers(JSON_HEADERS);
+    void sendProblem(reply, toProblem(httpError));
+    // These requests skip the hooks that normally log the outcome.
+    request.log.info(
+      { req: request, res: { statusCode: httpError.status }, problem: httpError.code },
+      'request completed',
+    );
+  };
 
-/** Node's answer to an Expect header other than 100-continue, as a problem instead of an empty 417. */
-export function refuseExpectation(_request: IncomingMessage, response: ServerResponse): void {
-  const body = JSON.stringify(problem('expectation-failed', 'Only "Expect: 100-continue" is supported.'));
-  refusedBeforeRouting.inc({ status: 417 });
-  response.writeHead(417, {
-    ...EARLY_ANSWER_HEADERS,
-    'content-type': PROBLEM_CONTENT_TYPE,
-    'content-length': Buffer.byteLength(body),
-  });
-  response.end(body);
+  /** Node's answer to an Expect header other than 100-continue, as a problem instead of an empty 417. */
+  const refuseExpectation = (request: IncomingMessage, response: ServerResponse): void => {
+    const body = JSON.stringify(problem('expectation-failed', 'Only "Expect: 100-continue" is supported.'));
+    count(417, request.socket.remoteAddress);
+    response.writeHead(417, {
+      ...JSON_HEADERS,
+      'content-type': PROBLEM_CONTENT_TYPE,
+      'content-length': Buffer.byteLength(body),
+    });
+    response.end(body);
+  };
+
+  /** For FastifyServerOptions.clientErrorHandler: requests Node's HTTP parser could not read. */
+  const clientErrorHandler = (error: NodeJS.ErrnoException, socket: Socket): void => {
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    let body: Problem;
+    if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      body = problem('request-timeout', 'The request took too long to arrive.');
+    } else if (error.code === 'HPE_HEADER_OVERFLOW' && longRequestLine((error as { rawPacket?: unknown }).rawPacket)) {
+      body = problem('uri-too-long', `The URL is longer than the service reads (${kib(URL_LIMIT)}).`);
+    } else if (error.code === 'HPE_HEADER_OVERFLOW') {
+      body = problem('headers-too-large', 'The request line and headers together exceed the limit.');
+    } else {
+      body = problem('malformed-request', 'The request is not valid HTTP.');
+    }
+    count(body.status, socket.remoteAddress);
+    if (socket.writable) {
+      const text = JSON.stringify(body);
+      const headers = {
+        ...JSON_HEADERS,
+        connection: 'close',
+        'content-type': PROBLEM_CONTENT_TYPE,
+        'content-length': String(Buffer.byteLength(text)),
+      };
+      const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+      socket.write(`HTTP/1.1 ${body.status} ${STATUS_CODES[body.status]}\r\n${head.join('')}\r\n${text}`);
+    }
+    socket.destroy(error);
+  };
+
+  return { frameworkErrors, refuseExpectation, clientErrorHandler };
 }
 
 /**
@@ -113,32 +151,4 @@ function longRequestLine(packet: unknown): boolean {
   if (!Buffer.isBuffer(packet) || !/^[A-Z]+ /.test(packet.subarray(0, 16).toString('latin1'))) return false;
   const end = packet.indexOf('\r\n');
   return (end === -1 ? packet.length : end) > URL_LIMIT;
-}
-
-/** For FastifyServerOptions.clientErrorHandler: requests Node's HTTP parser could not read. */
-export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  let body: Problem;
-  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    body = problem('request-timeout', 'The request took too long to arrive.');
-  } else if (error.code === 'HPE_HEADER_OVERFLOW' && longRequestLine((error as { rawPacket?: unknown }).rawPacket)) {
-    body = problem('uri-too-long', `The URL is longer than the service reads (${URL_LIMIT} bytes).`);
-  } else if (error.code === 'HPE_HEADER_OVERFLOW') {
-    body = problem('headers-too-large', 'The request line and headers together exceed the limit.');
-  } else {
-    body = problem('malformed-request', 'The request is not valid HTTP.');
-  }
-  refusedBeforeRouting.inc({ status: body.status });
-  if (socket.writable) {
-    const text = JSON.stringify(body);
-    const headers = {
-      ...EARLY_ANSWER_HEADERS,
-      connection: 'close',
-      'content-type': PROBLEM_CONTENT_TYPE,
-      'content-length': String(Buffer.byteLength(text)),
-    };
-    const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
-    socket.write(`HTTP/1.1 ${body.status} ${STATUS_CODES[body.status]}\r\n${head.join('')}\r\n${text}`);
-  }
-  socket.destroy(error);
 }

@@ -1,18 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import type { LogLevel } from '../config.ts';
-import { logOutput } from '../ops/log-output.ts';
+import type { DestinationStream } from 'pino';
+import type { FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import type { LogLevel } from '../config/load.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** The route of an access-log line when no route matched: the path itself is never logged. */
+export const UNMATCHED = '(unmatched)';
+
 /**
- * Hides the query values of a URL, since query strings carry personal data. Names the service knows
- * are kept (useful, never personal); any other part is hidden whole, as a client may put data there.
+ * A request as the logs show it: the route pattern (`/users/:id`), never the path (a client may
+ * put anything there), and the query with its values hidden, since query strings carry personal
+ * data. Names the service knows are kept (useful, never personal); any other part is hidden whole,
+ * as a client may put data there.
  */
-export function redactUrl(url: string, knownNames: ReadonlySet<string>): string {
+export function redactUrl(url: string, knownNames: ReadonlySet<string>, route = UNMATCHED): string {
   const question = url.indexOf('?');
-  if (question === -1) return url;
+  if (question === -1) return route;
   const parts = url
     .slice(question + 1)
     .split('&')
@@ -21,7 +26,7 @@ export function redactUrl(url: string, knownNames: ReadonlySet<string>): string 
       const name = part.split('=')[0] ?? '';
       return knownNames.has(name) ? `${name}=[redacted]` : '[redacted]';
     });
-  return `${url.slice(0, question)}?${parts.join('&')}`;
+  return `${route}?${parts.join('&')}`;
 }
 
 /** A client's X-Request-Id when it is a sane token, otherwise a fresh UUID. */
@@ -31,21 +36,21 @@ export function requestId(request: IncomingMessage): string {
 }
 
 /**
- * JSON logs with a request id on every line; no header, body or query value is ever logged. Lines go
- * to standard output through a bounded buffer (`logOutput`).
+ * JSON logs with a request id on every line; no header, body, path or query value is ever logged.
+ * Lines go to `stream` (standard output through a bounded buffer, see logs/output.ts).
  */
 export function loggerOptions(
   level: LogLevel,
-  bufferMb: number,
+  stream: DestinationStream | undefined,
   knownNames: ReadonlySet<string>,
 ): FastifyServerOptions['logger'] {
   return {
     level,
-    stream: logOutput(level, bufferMb),
+    stream,
     serializers: {
-      req: (request: { method: string; url: string; ip?: string }) => ({
+      req: (request: { method: string; url: string; ip?: string; routeOptions?: { url?: string } }) => ({
         method: request.method,
-        url: redactUrl(request.url, knownNames),
+        url: redactUrl(request.url, knownNames, request.routeOptions?.url),
         remoteAddress: request.ip,
       }),
       res: (reply: { statusCode: number }) => ({ statusCode: reply.statusCode }),
@@ -54,15 +59,9 @@ export function loggerOptions(
 }
 
 /**
- * One line per request, when its answer has gone: method, redacted URL, status and time taken.
- * (Fastify's own request logging writes two lines a request, which costs a measurable share of a
- * fast request.) A request the client abandons gets a line too.
+ * The access-log line of a request once its answer has gone: method, route, redacted query,
+ * status and time taken. (Fastify's own request logging writes two lines a request.)
  */
-export function registerAccessLog(app: FastifyInstance): void {
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
-  });
-  app.addHook('onRequestAbort', async (request) => {
-    request.log.info({ req: request }, 'request aborted by the client');
-  });
+export function logAnswer(request: FastifyRequest, reply: FastifyReply): void {
+  request.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
 }

@@ -1,6 +1,7 @@
 import { METHODS } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { sendProblem } from './errors.ts';
+import { type RoutePolicy, withPolicy } from './policy.ts';
 import { problem } from './problem.ts';
 
 // CONNECT never reaches a route in Node; every other method Node can parse is made routable so
@@ -17,14 +18,21 @@ export function registerAllMethods(app: FastifyInstance): void {
 
 /**
  * Declares which methods a path serves: OPTIONS answers 204 with `Allow`, and every other method
- * not in the list answers 405 with `Allow`, in the problem-details shape.
+ * not in the list answers 405 with `Allow`, in the problem-details shape. They share the policy of
+ * the path's own routes.
  */
-export function allowOnly(app: FastifyInstance, url: string, served: readonly string[]): void {
+export function allowOnly(
+  app: FastifyInstance,
+  url: string,
+  served: readonly string[],
+  policy: RoutePolicy = {},
+): void {
   const allowed = [...served, ...(served.includes('GET') ? ['HEAD'] : []), 'OPTIONS'];
   const allow = allowed.join(', ');
   app.route({
     method: 'OPTIONS',
     url,
+    ...withPolicy(policy),
     schema: { hide: true },
     handler: async (_request, reply) => reply.code(204).header('allow', allow).send(),
   });
@@ -32,6 +40,7 @@ export function allowOnly(app: FastifyInstance, url: string, served: readonly st
   app.route({
     method: others,
     url,
+    ...withPolicy(policy),
     schema: { hide: true },
     exposeHeadRoute: false,
     // Answered in onRequest, before any body is read: a wrong method is the fault, not its body.

@@ -5,6 +5,7 @@ export const PROBLEMS = {
   'unsupported-media-type': { status: 400, title: 'The request body has an unsupported content type' },
   unauthorized: { status: 401, title: 'Authentication required' },
   forbidden: { status: 403, title: 'Not allowed with this token' },
+  'cross-origin-write': { status: 403, title: 'Changes from another site are refused' },
   'not-found': { status: 404, title: 'Not found' },
   'method-not-allowed': { status: 405, title: 'Method not allowed' },
   'precondition-failed': { status: 412, title: 'Precondition failed' },
@@ -12,7 +13,9 @@ export const PROBLEMS = {
   'payload-too-large': { status: 413, title: 'The request body is too large' },
   'uri-too-long': { status: 414, title: 'The request URL is too long' },
   'expectation-failed': { status: 417, title: 'Expectation failed' },
+  'idempotency-key-record-deleted': { status: 409, title: 'The record this Idempotency-Key created was deleted' },
   'idempotency-key-reused': { status: 422, title: 'The Idempotency-Key was used for another request' },
+  'misdirected-request': { status: 421, title: 'This service does not answer to that host name' },
   'rate-limited': { status: 429, title: 'Too many requests' },
   'headers-too-large': { status: 431, title: 'The request headers are too large' },
   internal: { status: 500, title: 'Internal server error' },
@@ -78,6 +81,8 @@ export function codeForStatus(status: number): ProblemCode {
       return 'not-found';
     case 405:
       return 'method-not-allowed';
+    case 409:
+      return 'idempotency-key-record-deleted';
     case 412:
       return 'precondition-failed';
     case 413:
@@ -86,6 +91,8 @@ export function codeForStatus(status: number): ProblemCode {
       return 'uri-too-long';
     case 415:
       return 'unsupported-media-type';
+    case 421:
+      return 'misdirected-request';
     case 429:
       return 'rate-limited';
     case 431:

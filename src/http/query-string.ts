@@ -18,11 +18,26 @@ type WithErrors = { [PARAM_ERRORS]?: FieldError[] };
 export type ParamValue = string | string[];
 export type ParsedParams = Record<string, ParamValue> & WithErrors;
 
-/** Records faults against a parsed object (query, form or JSON body). */
+/**
+ * The most parameters read from one query string or form body: no route takes more than a few, so
+ * past this the rest is not read (a request with thousands of names costs no more than this many).
+ */
+export const MAX_PARAMETERS = 50;
+
+/** Records faults against a parsed object (query, form or JSON body); appends in place, so many cost little. */
 export function addParamErrors(target: object, errors: FieldError[]): void {
   if (errors.length === 0) return;
   const holder = target as WithErrors;
-  holder[PARAM_ERRORS] = [...(holder[PARAM_ERRORS] ?? []), ...errors];
+  const list = (holder[PARAM_ERRORS] ??= []);
+  for (const error of errors) list.push(error);
+}
+
+/** The name under which a request with more than MAX_PARAMETERS parameters is reported. */
+export const TOO_MANY = '(too many)';
+
+/** The fault recorded when a request carries more than MAX_PARAMETERS parameters. */
+export function tooManyParameters(): FieldError {
+  return { parameter: TOO_MANY, detail: `at most ${MAX_PARAMETERS} parameters are read; the rest were not` };
 }
 
 /** The faults recorded against a parsed object, if any. */
@@ -76,8 +91,13 @@ export function decodeComponent(raw: string): string | undefined {
 export function parseParams(raw: string): ParsedParams {
   const params: ParsedParams = Object.create(null);
   if (raw === '') return params;
+  let read = 0;
   for (const part of raw.split('&')) {
     if (part === '') continue;
+    if (++read > MAX_PARAMETERS) {
+      addParamErrors(params, [tooManyParameters()]);
+      break;
+    }
     const eq = part.indexOf('=');
     const rawName = eq === -1 ? part : part.slice(0, eq);
     const name = decodeComponent(rawName);

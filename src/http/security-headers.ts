@@ -1,6 +1,30 @@
-import helmet, { type FastifyHelmetOptions } from '@fastify/helmet';
-import type { FastifyInstance } from 'fastify';
-import { registerCors } from './cors.ts';
+/**
+ * The security headers, computed once and set on every answer as one set (see gate.ts): a JSON
+ * body is never a document to render, so its Content-Security-Policy allows nothing, and it may
+ * not be sniffed, framed, or read by other origins' no-cors loads. HTML pages (the docs page)
+ * get their own CSP and the headers that only documents need.
+ * HSTS is left to the TLS proxy in front, which alone knows whether the whole host is HTTPS-only.
+ * Cross-Origin-Resource-Policy stays same-origin even with CORS on: it governs no-cors loads only.
+ */
+export const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'content-security-policy': "default-src 'none';frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-resource-policy': 'same-origin',
+  'cross-origin-opener-policy': 'same-origin',
+});
+
+/** The headers of an HTML page: the JSON set with the page's own CSP, and the document-only ones. */
+export function pageHeaders(csp: string): Readonly<Record<string, string>> {
+  return Object.freeze({
+    ...JSON_HEADERS,
+    'content-security-policy': csp,
+    'origin-agent-cluster': '?1',
+    'x-dns-prefetch-control': 'off',
+    'x-permitted-cross-domain-policies': 'none',
+  });
+}
 
 /**
  * The `<style>` inside Swagger UI's inline logo SVG (swagger-ui-dist 5.34, as pinned);
@@ -23,43 +47,3 @@ export const DOCS_CSP = [
   "form-action 'none'",
   "frame-ancestors 'none'",
 ].join('; ');
-
-/**
- * The essentials of the headers below, for the few answers written before any hook runs (a URL
- * Fastify cannot decode, HTTP that Node cannot parse, a refused Expect): a problem body still
- * gets no chance to be rendered, sniffed or framed.
- */
-export const EARLY_ANSWER_HEADERS: Readonly<Record<string, string>> = {
-  'content-security-policy': "default-src 'none';frame-ancestors 'none'",
-  'x-content-type-options': 'nosniff',
-  'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
-  'cross-origin-resource-policy': 'same-origin',
-  'cross-origin-opener-policy': 'same-origin',
-};
-
-/**
- * Headers for JSON answers. A JSON body is never a document to render, so its CSP allows nothing.
- * HSTS is off: the service speaks plain HTTP and usually sits behind a TLS proxy, which alone knows
- * whether the whole host is HTTPS-only (browsers ignore HSTS over plain HTTP anyway).
- * Cross-Origin-Resource-Policy stays same-origin even with CORS on: it only governs no-cors loads
- * (img, script, embedding), while fetch() from an allowed origin is governed by CORS alone.
- */
-const HELMET_OPTIONS: FastifyHelmetOptions = {
-  contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
-  strictTransportSecurity: false,
-  xFrameOptions: { action: 'deny' },
-  referrerPolicy: { policy: 'no-referrer' },
-  crossOriginResourcePolicy: { policy: 'same-origin' },
-  crossOriginOpenerPolicy: { policy: 'same-origin' },
-};
-
-/**
- * Security headers on every answer that goes through routing (problems and 404s included), then
- * CORS when origins are configured. Registered before the limits, so a 429 carries them too and a
- * browser can read it.
- */
-export async function registerSecurityHeaders(app: FastifyInstance, corsOrigins: readonly string[]): Promise<void> {
-  await app.register(helmet, HELMET_OPTIONS);
-  await registerCors(app, corsOrigins);
-}

@@ -3,7 +3,7 @@ import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { TLocalizedValidationError } from 'typebox/error';
 import { type FieldError, HttpError } from './problem.ts';
-import { paramErrors } from './query-string.ts';
+import { MAX_PARAMETERS, paramErrors, TOO_MANY } from './query-string.ts';
 
 /**
  * Compiles route schemas with TypeBox: all errors at once, no type coercion, unknown parameters
@@ -18,20 +18,55 @@ export function createValidatorCompiler(rules: Readonly<Record<string, string>>)
     if (httpPart === 'body') return (value) => ({ value });
     const check = Compile(schema);
     const order = Object.keys((schema as { properties?: object }).properties ?? {});
+    const known = new Set(order);
     return (value) => {
       const early = paramErrors(value);
       if (early.length === 0 && check.Check(value)) return { value };
-      const errors = fieldErrors(check.Errors(value), value, rules, order);
+      // Unknown names are found here rather than by the schema, which stops after a few errors:
+      // they must not hide a fault of a known parameter, nor go unreported themselves.
+      const input = (value ?? {}) as Record<string, unknown>;
+      const unknown: FieldError[] = [];
+      const ownPart: Record<string, unknown> = {};
+      for (const name of Object.keys(input)) {
+        if (known.has(name)) ownPart[name] = input[name];
+        else unknown.push({ parameter: name, detail: 'is not a known parameter' });
+      }
       const named = new Set(early.map((error) => error.parameter));
+      const errors = [...fieldErrors(check.Errors(ownPart), ownPart, rules, order), ...unknown];
       return { error: invalidInput([...early, ...errors.filter((error) => !named.has(error.parameter))]) };
     };
   };
 }
 
-export function invalidInput(errors: FieldError[]): HttpError {
-  const names = [...new Set(errors.map((error) => error.parameter))];
+/** At most this many faults are listed in one answer; the detail says how many more there were. */
+export const MAX_REPORTED_FAULTS = 20;
+/** A parameter name is quoted back at most this long: an answer never repeats unbounded client input. */
+const NAME_SHOWN = 64;
+
+function shown(name: string): string {
+  return [...name].length <= NAME_SHOWN ? name : `${[...name].slice(0, NAME_SHOWN).join('')}…`;
+}
+
+/** One 400 problem for the faults found, each parameter once, the first MAX_REPORTED_FAULTS listed. */
+export function invalidInput(faults: FieldError[]): HttpError {
+  const errors: FieldError[] = [];
+  const seen = new Set<string>();
+  let more = 0;
+  for (const fault of faults) {
+    const parameter = shown(fault.parameter);
+    if (seen.has(parameter)) continue;
+    seen.add(parameter);
+    if (errors.length < MAX_REPORTED_FAULTS) errors.push({ parameter, detail: fault.detail });
+    else more++;
+  }
+  const names = errors.map((error) => error.parameter).join(', ');
+  const tooMany = seen.has(TOO_MANY) ? ` At most ${MAX_PARAMETERS} parameters are read; this request has more.` : '';
   const detail =
-    names.length === 0 ? 'The request parameters are invalid.' : `Invalid parameters: ${names.join(', ')}.`;
+    errors.length === 0
+      ? 'The request parameters are invalid.'
+      : more === 0
+        ? `Invalid parameters: ${names}.${tooMany}`
+        : `Invalid parameters: ${names}, and ${more} more (only the first ${MAX_REPORTED_FAULTS} are listed).${tooMany}`;
   return new HttpError('invalid-input', detail, { errors });
 }
 
@@ -54,9 +89,6 @@ export function fieldErrors(
   for (const error of errors) {
     const name = error.instancePath.split('/')[1];
     switch (error.keyword) {
-      case 'additionalProperties':
-        for (const extra of error.params.additionalProperties) add(extra, 'is not a known parameter');
-        break;
       case 'required':
         if (!error.schemaPath.startsWith('#/anyOf')) {
           for (const missing of error.params.requiredProperties) add(missing, 'is required');

@@ -1,14 +1,13 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { FastifyInstance } from 'fastify';
-import { PUBLIC_ROUTES } from '../http/auth.ts';
-import { NOT_RATE_LIMITED, NOT_SHED } from '../http/limits.ts';
+import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
+import { VERSION } from '../config/version.ts';
+import { kib, URL_LIMIT } from '../http/limits.ts';
 import { allowOnly } from '../http/methods.ts';
+import { type PolicyConfig, withPolicy } from '../http/policy.ts';
 import { PROBLEM_CONTENT_TYPE } from '../http/problem.ts';
 import { ERROR_MEANINGS, ProblemSchema } from '../http/schemas.ts';
 import { DOCS_CSP } from '../http/security-headers.ts';
-
-export const API_VERSION = '1.0.0';
 
 interface Operation {
   security?: Array<Record<string, string[]>>;
@@ -42,39 +41,35 @@ function markBodyAlternatives(document: OpenApiPaths) {
   return document;
 }
 
-const READ_METHODS = new Set(['get', 'head', 'options']);
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 function problemResponse(description: string) {
   return { description, content: { [PROBLEM_CONTENT_TYPE]: { schema: ProblemSchema } } };
 }
 
 /**
- * The answers every operation may give whatever its schema says: 414 for a long URL, 429 from the
- * rate limit (probes are not limited), 503 when overloaded (liveness is never shed). Public
- * operations need no token (`security: []`); the rest declare the 401 and, when they write, the 403
- * that come with tokens configured.
+ * The answers an operation may give whatever its schema says, from the policy its route declares:
+ * 414 for a long URL, 429 when rate limited, 503 when it may be shed; public operations need no
+ * token (`security: []`), the rest declare the 401 and, when they write, the 403 that come with
+ * tokens configured.
  */
-function markCommonResponses(document: OpenApiPaths) {
-  for (const [path, item] of Object.entries(document.paths ?? {})) {
-    for (const [method, operation] of Object.entries(item)) {
-      const common = (operation.responses ??= {});
-      common['414'] ??= problemResponse('The URL is longer than 8 KiB.');
-      if (!NOT_RATE_LIMITED.has(path)) {
-        common['429'] ??= problemResponse(
-          'This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds.',
-        );
-      }
-      if (!NOT_SHED.has(path)) common['503'] ??= problemResponse(ERROR_MEANINGS[503] ?? 'Unavailable.');
-      if (PUBLIC_ROUTES.has(path)) {
-        operation.security = [];
-        continue;
-      }
-      const responses = (operation.responses ??= {});
-      responses['401'] ??= problemResponse('Tokens are configured and this request had none, or a wrong one.');
-      if (!READ_METHODS.has(method)) responses['403'] ??= problemResponse('The token may only read.');
-    }
+function withCommonResponses({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }) {
+  const policy = (route.config as PolicyConfig | undefined)?.policy ?? {};
+  const response: Record<string, unknown> = { ...(schema.response as Record<string, unknown> | undefined) };
+  response['414'] ??= problemResponse(`The URL is longer than ${kib(URL_LIMIT)}.`);
+  if (policy.rateLimited !== false) {
+    response['429'] ??= problemResponse(
+      'This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds.',
+    );
   }
-  return document;
+  if (policy.shed !== false) response['503'] ??= problemResponse(ERROR_MEANINGS[503] ?? 'Unavailable.');
+  if (policy.public === true) return { schema: { ...schema, response, security: [] }, url };
+  response['401'] ??= problemResponse('Tokens are configured and this request had none, or a wrong one.');
+  const methods = Array.isArray(route.method) ? route.method : [route.method];
+  if (methods.some((method) => !READ_METHODS.has(method))) {
+    response['403'] ??= problemResponse('The token may only read.');
+  }
+  return { schema: { ...schema, response }, url };
 }
 
 /**
@@ -87,7 +82,7 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
       openapi: '3.1.0',
       info: {
         title: 'user-records',
-        version: API_VERSION,
+        version: VERSION,
         description:
           'Stores and serves user records (name, age, city). The unversioned paths are version 1 and stay compatible. Errors are RFC 9457 problem details.',
       },
@@ -108,17 +103,23 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
       security: [{ bearerAuth: [] }],
     },
     exposeHeadRoutes: true,
+    transform: withCommonResponses,
     transformObject: (documentObject) =>
       'openapiObject' in documentObject
-        ? markCommonResponses(markBodyAlternatives(documentObject.openapiObject as OpenApiPaths))
+        ? markBodyAlternatives(documentObject.openapiObject as OpenApiPaths)
         : documentObject.swaggerObject,
   });
-  await app.register(swaggerUi, {
-    routePrefix: '/docs',
-    uiConfig: { docExpansion: 'list', deepLinking: true, validatorUrl: null },
-    // Replaces the JSON answers' CSP on the docs routes; the default one allows remote styles and fonts.
-    staticCSP: DOCS_CSP,
+  // The docs page's routes are Swagger UI's; they get their policy as they are added.
+  await app.register(async (docs) => {
+    docs.addHook('onRoute', (route) => {
+      route.config = { ...route.config, ...withPolicy({ public: true, pageCsp: DOCS_CSP }).config };
+    });
+    await docs.register(swaggerUi, {
+      routePrefix: '/docs',
+      uiConfig: { docExpansion: 'list', deepLinking: true, validatorUrl: null },
+    });
   });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  allowOnly(app, '/openapi.json', ['GET']);
+  const openapi = withPolicy({ public: true });
+  app.get('/openapi.json', { ...openapi, schema: { hide: true } }, async () => app.swagger());
+  allowOnly(app, '/openapi.json', ['GET'], openapi.config.policy);
 }

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/load.ts';
 
 /** Whether a listen address reaches only this machine. */
 export function isLoopback(host: string): boolean {

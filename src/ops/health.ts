@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { allowOnly } from '../http/methods.ts';
+import { withPolicy } from '../http/policy.ts';
 import { HttpError } from '../http/problem.ts';
 import { jsonResponse, problemResponses } from '../http/schemas.ts';
 import type { UserStore } from '../store/store.ts';
@@ -9,9 +10,14 @@ const Status = Type.Object({ status: Type.Literal('ok') });
 
 /** `/healthz`: the process answers. `/readyz`: and its database answers too. */
 export function registerHealthRoutes(app: FastifyInstance, store: UserStore): void {
+  // Probes: no token, not rate limited (a load balancer probes from one address for everyone).
+  // Liveness is answered even when overloaded; readiness is shed, so traffic moves elsewhere.
+  const live = withPolicy({ public: true, rateLimited: false, shed: false });
+  const ready = withPolicy({ public: true, rateLimited: false });
   app.get(
     '/healthz',
     {
+      ...live,
       schema: {
         tags: ['operations'],
         summary: 'Liveness: the process is up',
@@ -24,6 +30,7 @@ export function registerHealthRoutes(app: FastifyInstance, store: UserStore): vo
   app.get(
     '/readyz',
     {
+      ...ready,
       schema: {
         tags: ['operations'],
         summary: 'Readiness: the database answers',
@@ -41,6 +48,6 @@ export function registerHealthRoutes(app: FastifyInstance, store: UserStore): vo
     },
   );
 
-  allowOnly(app, '/healthz', ['GET']);
-  allowOnly(app, '/readyz', ['GET']);
+  allowOnly(app, '/healthz', ['GET'], live.config.policy);
+  allowOnly(app, '/readyz', ['GET'], ready.config.policy);
 }

@@ -1,14 +1,26 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { refusedBeforeRouting } from '../http/errors.ts';
 import { allowOnly } from '../http/methods.ts';
+import { withPolicy } from '../http/policy.ts';
 import { HttpError } from '../http/problem.ts';
+import { logLinesDropped } from '../logs/output.ts';
 import type { UserStore } from '../store/store.ts';
 import { inWorker, joinWorkerMetrics } from './cluster-metrics.ts';
-import { logLinesDropped, refusedBeforeRouting } from './process-counters.ts';
 import { timedStore } from './timed-store.ts';
 
 /** A request's route label when no route matched: one value, never the raw URL (it carries personal data). */
 export const UNMATCHED_ROUTE = 'unmatched';
+
+/** What the request path tells the metrics. */
+export interface RequestMetrics {
+  /** The store to hand to the routes: the given one, with each database call timed. */
+  store: UserStore;
+  /** Counts an answered request and its time, by method, route and status. */
+  answered(request: FastifyRequest, reply: FastifyReply): void;
+  /** Counts a request its client abandoned (a reset, a closed connection) before it was answered. */
+  abandoned(): void;
+}
 
 // A request here takes well under a millisecond to a few; a full listing or a slow disk takes
 // seconds. The database calls beneath it start an order of magnitude lower.
@@ -34,10 +46,9 @@ function processMetrics(): Registry {
 /**
  * Prometheus metrics at `GET /metrics`: requests by method, route pattern and status, their latency,
  * database latency by operation, records stored, rate-limited and shed requests, and the process's
- * own. Register before the hooks that refuse requests, so refusals are counted too. Returns the store
- * to hand to the routes: the given one, with each database call timed.
+ * own. The request path reports each answer through `answered`.
  */
-export function registerMetrics(app: FastifyInstance, store: UserStore): UserStore {
+export function registerMetrics(app: FastifyInstance, store: UserStore): RequestMetrics {
   const registry = new Registry();
   const requests = new Counter({
     name: 'http_requests_total',
@@ -69,6 +80,11 @@ export function registerMetrics(app: FastifyInstance, store: UserStore): UserSto
     help: 'Requests refused because the service was overloaded (answered 503).',
     registers: [registry],
   });
+  const aborted = new Counter({
+    name: 'http_requests_aborted_total',
+    help: 'Requests whose client went away (a reset or a closed connection) before they were answered.',
+    registers: [registry],
+  });
 
   const stored: Gauge = new Gauge({
     name: 'user_records_stored',
@@ -89,13 +105,22 @@ export function registerMetrics(app: FastifyInstance, store: UserStore): UserSto
     },
   });
 
-  app.addHook('onResponse', async (request, reply) => {
+  // One labelled child per method, route and status, made once: labelling per request costs a hash each time.
+  const children = new Map<string, { count: Counter.Internal; time: Histogram.Internal<'method' | 'route'> }>();
+  const answered = (request: FastifyRequest, reply: FastifyReply) => {
     const method = request.method;
     const route = request.routeOptions.url ?? UNMATCHED_ROUTE;
-    requests.inc({ method, route, status: reply.statusCode });
-    requestDuration.observe({ method, route }, reply.elapsedTime / 1000);
-    if (reply.statusCode === 429) rateLimited.inc();
-  });
+    const status = reply.statusCode;
+    const key = `${method} ${status} ${route}`;
+    let child = children.get(key);
+    if (child === undefined) {
+      child = { count: requests.labels(method, route, String(status)), time: requestDuration.labels(method, route) };
+      children.set(key, child);
+    }
+    child.count.inc();
+    child.time.observe(reply.elapsedTime / 1000);
+    if (status === 429) rateLimited.inc();
+  };
   // onError sees the error as thrown, before the error handler turns it into a 503 like any other.
   app.addHook('onError', async (_request, _reply, error) => {
     if (error instanceof HttpError && error.code === 'overloaded') shed.inc();
@@ -105,11 +130,14 @@ export function registerMetrics(app: FastifyInstance, store: UserStore): UserSto
   const worker = inWorker() ? joinWorkerMetrics(local) : undefined;
   app.addHook('onClose', async () => worker?.leave());
 
+  // Scrapers come from few addresses and must see an overloaded service too: not shed, not rate
+  // limited (failed authentication still counts against a client's budget).
+  const policy = { shed: false, rateLimited: false };
   app.get(
     '/metrics',
     // Hidden: this route is added before the OpenAPI plugin, which lists only routes added after it;
     // and it is an operations endpoint for Prometheus, not part of the API.
-    { schema: { hide: true } },
+    { ...withPolicy(policy), schema: { hide: true } },
     async (request, reply) => {
       let text: string;
       try {
@@ -123,7 +151,11 @@ export function registerMetrics(app: FastifyInstance, store: UserStore): UserSto
       return reply.type(local.contentType).header('cache-control', 'no-store').send(text);
     },
   );
-  allowOnly(app, '/metrics', ['GET']);
+  allowOnly(app, '/metrics', ['GET'], policy);
 
-  return timedStore(store, (operation, seconds) => dbDuration.observe({ operation }, seconds));
+  return {
+    store: timedStore(store, (operation, seconds) => dbDuration.observe({ operation }, seconds)),
+    answered,
+    abandoned: () => aborted.inc(),
+  };
 }

@@ -1,3 +1,5 @@
+import { StoreOpenError } from './store.ts';
+
 /** A numbered schema change. Never edit one that has shipped; add the next number instead. */
 export interface Migration {
   version: number;
@@ -13,7 +15,7 @@ export function pendingMigrations(all: readonly Migration[], applied: ReadonlySe
   const newest = Math.max(0, ...applied);
   const known = all.at(-1)?.version ?? 0;
   if (newest > known) {
-    throw new Error(
+    throw new StoreOpenError(
       `the database is at schema version ${newest}, newer than this service knows (${known}); upgrade the service`,
     );
   }

@@ -1,16 +1,17 @@
-import type { Config } from '../config.ts';
-import { openPostgresStore } from './postgres-store.ts';
-import { openSqliteStore } from './sqlite-store.ts';
+import type { Config } from '../config/load.ts';
+import { openPostgresStore } from './postgres/postgres-store.ts';
+import { openSqliteStore } from './sqlite/sqlite-store.ts';
 import type { UserStore } from './store.ts';
 
-/** The store DATABASE_URL names, its schema brought up to date. */
+/** The store DATABASE_URL names, its schema brought up to date; `check` also checks an SQLite file whole. */
 export async function openStore(
   config: Pick<Config, 'database' | 'databaseTimeoutMs' | 'databasePoolSize'>,
+  options: { check?: boolean } = {},
 ): Promise<UserStore> {
   const { database } = config;
   switch (database.kind) {
     case 'sqlite':
-      return openSqliteStore(database.path, { busyTimeoutMs: config.databaseTimeoutMs });
+      return openSqliteStore(database.path, { busyTimeoutMs: config.databaseTimeoutMs, check: options.check });
     case 'postgres':
       return openPostgresStore(database.url, {
         poolSize: config.databasePoolSize,

@@ -26,8 +26,12 @@ export interface ListFilter {
   limit?: number;
 }
 
-/** Checked against the current record inside the write, so a concurrent change cannot slip by. */
-export type Precondition = (current: User) => boolean;
+/**
+ * What a conditional write requires of the record, as data (so it can cross to a writer thread):
+ * any stored version (`If-Match: *`), or one of these versions. It is checked against the current
+ * record inside the write, so a concurrent change cannot slip by.
+ */
+export type Precondition = { anyVersion: true } | { versions: readonly number[] };
 
 export type WriteResult = { ok: true; user: User } | { ok: false; reason: 'not-found' | 'precondition-failed' };
 
@@ -45,31 +49,36 @@ export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
 
 /**
  * A keyed create: the record just stored, or, for a key already used with the same fingerprint, the
- * record as it was first stored (`replayed`); or a refusal when the key came with other input.
+ * record it created as it is now (`replayed`); or a refusal when the key came with other input, or
+ * when the record it created has since been deleted (nothing of a deleted record is kept).
  */
-export type CreateResult = { ok: true; user: User; replayed: boolean } | { ok: false; reason: 'key-reused' };
+export type CreateResult =
+  { ok: true; user: User; replayed: boolean } | { ok: false; reason: 'key-reused' | 'record-deleted' };
 
-/** What one write did to the stored records. */
-export type Change = { kind: 'put'; user: User } | { kind: 'delete'; id: number };
+export type ChangeKind = 'created' | 'updated' | 'deleted';
 
-/** One committed transaction: the database's change version it produced, and its changes in order. */
-export interface Commit {
+/**
+ * One committed change to one record. `version` is the database's change version it produced:
+ * every change raises it by one, in commit order, on every instance. For a deletion, `user` is the
+ * record as it was.
+ */
+export interface Change {
   version: number;
-  changes: Change[];
+  kind: ChangeKind;
+  user: User;
+  /** When it was committed. */
+  at: Date;
 }
 
-/** The change a write's result stands for, if any. */
-export function changeOf(result: User | WriteResult, removed = false): Change[] {
-  if ('ok' in result) {
-    if (!result.ok) return [];
-    return removed ? [{ kind: 'delete', id: result.user.id }] : [{ kind: 'put', user: result.user }];
-  }
-  return [{ kind: 'put', user: result }];
+/** One committed transaction of this store: its changes in version order (none for a replay or a refusal). */
+export interface Commit {
+  changes: Change[];
 }
 
 /**
  * Everything the routes need from storage. Each write is durable when its promise resolves.
- * Implementations: SQLite now; PostgreSQL can slot in beside it without touching the routes.
+ * Implementations: SQLite (`sqlite/`) and PostgreSQL (`postgres/`), sharing their write rules
+ * (`write-rules.ts`).
  */
 export interface UserStore {
   /** Records in creation (id) order. */
@@ -77,24 +86,25 @@ export interface UserStore {
   get(id: number): Promise<User | undefined>;
   create(input: UserInput): Promise<User>;
   /**
-   * Creates a record unless the key is remembered: then nothing is stored and the first record is
-   * returned (same fingerprint) or the key is refused (another fingerprint). The key is stored in
-   * the record's transaction and remembered for IDEMPOTENCY_KEY_TTL_MS.
+   * Creates a record unless the key is remembered: then nothing is stored and the record it
+   * created is returned (same fingerprint), or the key is refused (another fingerprint, or that
+   * record was deleted). The key is stored in the record's transaction and remembered for
+   * IDEMPOTENCY_KEY_TTL_MS; it keeps the record's id, never its values.
    */
   createOnce(input: UserInput, idempotency: IdempotencyKey): Promise<CreateResult>;
   /** Changes the given fields (all three for a full replace). */
   update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Promise<WriteResult>;
   remove(id: number, precondition?: Precondition): Promise<WriteResult>;
   /**
-   * The database's change version: it grows with every committed write transaction, whichever
+   * The database's change version: it grows by one with every committed change, whichever
    * process made it, so equal versions mean equal data.
    */
   version(): Promise<number>;
   /** Called after each commit of this store's own writes, in commit order. */
   onCommit(listener: (commit: Commit) => void): void;
-  /** Resolves when the database answers; rejects otherwise. */
   /** How many records are stored now. */
   count(): Promise<number>;
+  /** Resolves when the database answers and can take writes; rejects with the reason otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -102,4 +112,18 @@ export interface UserStore {
 /** The database cannot serve the request now (busy, unreachable, out of space): worth a retry. */
 export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError';
+}
+
+/** Whether a precondition admits the record as it is now. */
+export function preconditionHolds(precondition: Precondition | undefined, current: User): boolean {
+  return precondition === undefined || 'anyVersion' in precondition || precondition.versions.includes(current.version);
+}
+
+/**
+ * The database cannot be opened or used at all (a path that cannot hold it, a file that is not
+ * writable, damaged or written by a newer version): the message names the path or setting and the
+ * cause in one line, for the operator.
+ */
+export class StoreOpenError extends Error {
+  override name = 'StoreOpenError';
 }

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { jsonResponse, problemResponses } from '../http/schemas.ts';
@@ -6,7 +7,8 @@ import { FullListing } from './full-listing.ts';
 import { checkIdempotencyKey, createIdempotently } from './idempotency.ts';
 import { normalizeInput } from './input.ts';
 import { ETAG, FORMS, NOT_MODIFIED, TAGS } from './openapi.ts';
-import { envelope, selectedFields, userEtag } from './present.ts';
+import { JSON_TYPE, selectedFields, sendUsers, userEtag } from './present.ts';
+import { listingBytes, streamedEtag } from './listing.ts';
 import { CreateHeaders, FullInputQuery, InputBody, ListQuery, ReadHeaders, UsersEnvelope } from './schemas.ts';
 
 /** `GET /users` (all records, or filtered pages) and `POST /users`. */
@@ -38,26 +40,31 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
     },
     async (request, reply) => {
       const query = request.query;
+      // registerConditionalGet answers 304 when the ETag set here matches If-None-Match.
       if (Object.keys(query).length === 0) {
         const listing = await fullListing.get();
-        // registerConditionalGet answers 304 when this ETag matches If-None-Match.
-        reply.header('etag', `"v${listing.version}"`);
-        return reply.type('application/json; charset=utf-8').send(listing.body);
+        reply.header('etag', listing.exact ? `"v${listing.version}"` : `W/"v${listing.version}"`);
+        return reply.type(JSON_TYPE).send(listing.body);
       }
-      const limit = query.limit === undefined ? undefined : Number(query.limit);
+      const fields = selectedFields(query.fields);
       const filter: ListFilter = {
         name: query.name,
         city: query.city,
         age: query.age === undefined ? undefined : Number(query.age),
         afterId: query.after === undefined ? undefined : Number(query.after),
-        limit: limit === undefined ? undefined : limit + 1,
       };
-      const users = await store.list(filter);
-      if (limit !== undefined && users.length > limit) {
+      if (query.limit === undefined) {
+        // Every match, however many: streamed page by page, never built whole in memory.
+        reply.header('etag', streamedEtag(await store.version(), request.url));
+        return reply.type(JSON_TYPE).send(Readable.from(listingBytes(store, filter, fields), { highWaterMark: 1 }));
+      }
+      const limit = Number(query.limit);
+      const users = await store.list({ ...filter, limit: limit + 1 });
+      if (users.length > limit) {
         users.length = limit;
         reply.header('link', `<${nextPage(query, users[limit - 1] as User)}>; rel="next"`);
       }
-      return envelope(users, selectedFields(query.fields));
+      return sendUsers(reply, users, fields);
     },
   );
 
@@ -99,7 +106,7 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
       const location = `/users/${user.id}`;
       reply.header('location', location).header('content-location', location).header('etag', userEtag(user));
       if (replayed) reply.header('idempotent-replayed', 'true');
-      return envelope([user], fields);
+      return sendUsers(reply, [user], fields);
     },
   );
 }

@@ -1,21 +1,15 @@
 import { Readable } from 'node:stream';
-import { setImmediate } from 'node:timers/promises';
 import type { Change, Commit, User, UserStore } from '../store/store.ts';
+import { HEAD, PAGE_SIZE, pages, TAIL } from './listing.ts';
+import { DEFAULT_FIELDS, recordJson } from './present.ts';
 
-const PAGE_SIZE = 1000;
 /** Up to this size the kept listing is also held as one buffer, the fastest thing to send. */
 const WHOLE_BODY_BYTES = 16 * 1024 * 1024;
 /** How long a request waits for a build in progress before it streams the listing itself. */
 const BUILD_WAIT_MS = 2000;
-const HEAD = Buffer.from('{"data":[');
-const TAIL = Buffer.from(']}');
-
-/**
- * A record as the default listing shows it (`name`, `age` as a string, `city`), serialized with
- * the comma that goes before it; the body drops the very first comma.
- */
+/** A record as the default listing shows it, with the comma that goes before it; the body drops the very first comma. */
 function recordBytes(user: User): string {
-  return `,${JSON.stringify({ name: user.name, age: String(user.age), city: user.city })}`;
+  return `,${recordJson(user, DEFAULT_FIELDS)}`;
 }
 
 /** Up to PAGE_SIZE records in id order, as bytes, and where each one starts. */
@@ -56,9 +50,11 @@ function floorIndex(values: number[], id: number): number {
 }
 
 export interface Listing {
-  /** The store's change version the body shows. */
+  /** The store's change version the body shows (or, when not `exact`, started from). */
   version: number;
   body: Buffer | Readable;
+  /** The kept copy, exactly that version; a listing streamed from the database may show later writes too. */
+  exact: boolean;
 }
 
 /**
@@ -104,25 +100,27 @@ export class FullListing {
       version = await this.#store.version();
     }
     // The chunks hold a whole state at least as new as the one the database just reported.
-    if (this.#version >= version) return { version: this.#version, body: this.#keptBody() };
-    return { version, body: Readable.from(this.#stream(version), { highWaterMark: 1 }) };
+    if (this.#version >= version) return { version: this.#version, body: this.#keptBody(), exact: true };
+    return { version, body: Readable.from(this.#stream(version), { highWaterMark: 1 }), exact: false };
   }
 
   #apply(commit: Commit): void {
     this.#changedDuringBuild = true;
     if (this.#version === -1) return;
-    if (commit.version !== this.#version + 1 || !commit.changes.every((change) => this.#change(change))) {
-      return this.#forget();
+    for (const change of commit.changes) {
+      // A change of another process came between: the copy cannot be brought up to date.
+      if (change.version !== this.#version + 1 || !this.#change(change)) return this.#forget();
+      this.#version = change.version;
     }
     if (this.#bytes > this.#maxBytes) return this.#forget();
-    this.#version = commit.version;
     this.#body = undefined;
   }
 
   /** Applies one change; false when it cannot be placed (the copy is then dropped). */
   #change(change: Change): boolean {
-    const id = change.kind === 'put' ? change.user.id : change.id;
-    if (change.kind === 'put' && id > this.#lastId()) {
+    const id = change.user.id;
+    const put = change.kind !== 'deleted';
+    if (put && id > this.#lastId()) {
       const part = recordBytes(change.user);
       this.#tail.ids.push(id);
       this.#tail.parts.push(part);
@@ -136,10 +134,10 @@ export class FullListing {
     );
     const chunk = this.#chunks[at];
     const index = chunk === undefined ? -1 : chunk.ids.indexOf(id);
-    if (chunk === undefined || index === -1) return change.kind === 'delete';
+    if (chunk === undefined || index === -1) return !put;
     const ids = [...chunk.ids];
     const parts = partsOf(chunk);
-    if (change.kind === 'put') parts[index] = recordBytes(change.user);
+    if (put) parts[index] = recordBytes(change.user);
     else {
       ids.splice(index, 1);
       parts.splice(index, 1);
@@ -205,29 +203,22 @@ export class FullListing {
     }
     try {
       yield HEAD;
-      let afterId = 0;
-      for (;;) {
-        const page = await this.#store.list({ afterId, limit: PAGE_SIZE });
-        if (page.length > 0) {
-          const chunk = chunkOf(
-            page.map((user) => user.id),
-            page.map(recordBytes),
-          );
-          yield afterId === 0 ? chunk.bytes.subarray(1) : chunk.bytes;
-          bytes += chunk.bytes.length;
-          if (keep && bytes <= this.#maxBytes) chunks.push(chunk);
-          else if (keep) {
-            // Too large to keep: stream every time instead.
-            keep = false;
-            chunks.length = 0;
-            this.#endBuild();
-          }
+      let first = true;
+      for await (const page of pages(this.#store, {})) {
+        const chunk = chunkOf(
+          page.map((user) => user.id),
+          page.map(recordBytes),
+        );
+        yield first ? chunk.bytes.subarray(1) : chunk.bytes;
+        first = false;
+        bytes += chunk.bytes.length;
+        if (keep && bytes <= this.#maxBytes) chunks.push(chunk);
+        else if (keep) {
+          // Too large to keep: stream every time instead.
+          keep = false;
+          chunks.length = 0;
+          this.#endBuild();
         }
-        if (page.length < PAGE_SIZE) break;
-        afterId = (page.at(-1) as User).id;
-        // SQLite reads are synchronous: without a turn of the event loop between pages, one large
-        // listing would hold every other request (and the overload check) until it is done.
-        await setImmediate();
       }
       yield TAIL;
       if (keep && !this.#changedDuringBuild && (await this.#store.version()) === version) {

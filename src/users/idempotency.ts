@@ -40,11 +40,15 @@ export async function createIdempotently(
 ): Promise<{ user: User; replayed: boolean }> {
   if (key === undefined) return { user: await store.create(input), replayed: false };
   const result = await store.createOnce(input, { key, fingerprint: fingerprintOf(input, fields) });
-  if (!result.ok) {
+  if (result.ok) return result;
+  if (result.reason === 'record-deleted') {
     throw new HttpError(
-      'idempotency-key-reused',
-      'This Idempotency-Key was already used with other input; nothing was stored. Send a new key for a new request.',
+      'idempotency-key-record-deleted',
+      'A request with this Idempotency-Key already created a record, which has since been deleted; nothing was stored. Send a new key to create it again.',
     );
   }
-  return result;
+  throw new HttpError(
+    'idempotency-key-reused',
+    'This Idempotency-Key was already used with other input; nothing was stored. Send a new key for a new request.',
+  );
 }

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { HttpError } from '../http/problem.ts';
-import { addParamErrors, paramErrors } from '../http/query-string.ts';
+import { addParamErrors, MAX_PARAMETERS, paramErrors, tooManyParameters } from '../http/query-string.ts';
 import { RECORD_FIELDS } from './schemas.ts';
 
 const FIELDS = new Set<string>(RECORD_FIELDS);
@@ -30,8 +30,13 @@ export async function normalizeInput(request: FastifyRequest): Promise<void> {
           detail: 'is in the query string but the request has a body; send name, age and city one way',
         })),
     );
-    for (const [name, value] of Object.entries(body)) {
-      if (FIELDS.has(name)) query[name] = value;
+    let read = 0;
+    for (const name in body) {
+      if (++read > MAX_PARAMETERS) {
+        addParamErrors(query, [tooManyParameters()]);
+        break;
+      }
+      if (FIELDS.has(name)) query[name] = (body as Record<string, unknown>)[name];
       else addParamErrors(query, [{ parameter: name, detail: 'is not a field the body can carry' }]);
     }
     request.body = undefined;

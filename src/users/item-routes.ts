@@ -1,13 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { ifMatchHolds } from '../http/conditional.ts';
 import { HttpError } from '../http/problem.ts';
 import { jsonResponse, problemResponses } from '../http/schemas.ts';
 import type { Precondition, UserInput, UserStore, WriteResult } from '../store/store.ts';
 import { normalizeInput } from './input.ts';
 import { ETAG, FORMS, NOT_MODIFIED, TAGS } from './openapi.ts';
-import { envelope, selectedFields, userEtag } from './present.ts';
+import { preconditionOf, selectedFields, sendUsers, userEtag } from './present.ts';
 import {
   FieldsQuery,
   FullInputQuery,
@@ -46,7 +45,7 @@ export function registerItemRoutes(app: FastifyInstance, store: UserStore): void
       const user = await store.get(id);
       if (user === undefined) throw noRecord(id);
       reply.header('etag', userEtag(user));
-      return envelope([user], selectedFields(request.query.fields));
+      return sendUsers(reply, [user], selectedFields(request.query.fields));
     },
   );
 
@@ -112,7 +111,7 @@ export function registerItemRoutes(app: FastifyInstance, store: UserStore): void
     },
     async (request, reply) => {
       const id = parseId(request.params.id);
-      const result = await store.remove(id, precondition(request));
+      const result = await store.remove(id, precondition(request, id));
       return answer(result, id, reply, request.query.fields, false);
     },
   );
@@ -132,7 +131,7 @@ async function update(store: UserStore, request: UpdateRequest, reply: FastifyRe
   if (name !== undefined) changes.name = name;
   if (age !== undefined) changes.age = Number(age);
   if (city !== undefined) changes.city = city;
-  return answer(await store.update(id, changes, precondition(request)), id, reply, fields);
+  return answer(await store.update(id, changes, precondition(request, id)), id, reply, fields);
 }
 
 const ID = /^[1-9][0-9]{0,15}$/;
@@ -148,10 +147,9 @@ function noRecord(id: number): HttpError {
   return new HttpError('not-found', `There is no record with id ${id}.`);
 }
 
-function precondition(request: { headers: IncomingHttpHeaders }): Precondition | undefined {
+function precondition(request: { headers: IncomingHttpHeaders }, id: number): Precondition | undefined {
   const header = request.headers['if-match'];
-  if (header === undefined) return undefined;
-  return (current) => ifMatchHolds(header, userEtag(current));
+  return header === undefined ? undefined : preconditionOf(header, id);
 }
 
 function answer(result: WriteResult, id: number, reply: FastifyReply, fields: string | undefined, withEtag = true) {
@@ -163,5 +161,5 @@ function answer(result: WriteResult, id: number, reply: FastifyReply, fields: st
     );
   }
   if (withEtag) reply.header('etag', userEtag(result.user));
-  return envelope([result.user], selectedFields(fields));
+  return sendUsers(reply, [result.user], selectedFields(fields));
 }

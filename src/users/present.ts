@@ -1,7 +1,10 @@
-import type { User } from '../store/store.ts';
-import { ALL_FIELDS, type FieldName, type UserRecord } from './schemas.ts';
+import type { FastifyReply } from 'fastify';
+import { parseEntityTags } from '../http/conditional.ts';
+import type { Precondition, User } from '../store/store.ts';
+import { ALL_FIELDS, type FieldName } from './schemas.ts';
 
-const DEFAULT_FIELDS: readonly FieldName[] = ['name', 'age', 'city'];
+/** What a record shows without `fields`: the original contract's keys. */
+export const DEFAULT_FIELDS: readonly FieldName[] = ['name', 'age', 'city'];
 
 /** The keys a request asked for with `fields` (already validated), in canonical order. */
 export function selectedFields(fields: string | undefined): readonly FieldName[] {
@@ -10,35 +13,70 @@ export function selectedFields(fields: string | undefined): readonly FieldName[]
   return ALL_FIELDS.filter((field) => wanted.has(field));
 }
 
-/** The one place a stored user becomes an API record. */
-export function toRecord(user: User, fields: readonly FieldName[]): UserRecord {
-  const record: UserRecord = {};
+/**
+ * The one place a stored user becomes API bytes, for every answer that shows records (one record,
+ * a page, the streamed and the kept full listing): a JSON object of the asked fields in canonical
+ * order, `age` as a decimal string, times in RFC 3339 UTC.
+ */
+export function recordJson(user: User, fields: readonly FieldName[]): string {
+  if (fields === DEFAULT_FIELDS) {
+    return `{"name":${JSON.stringify(user.name)},"age":"${user.age}","city":${JSON.stringify(user.city)}}`;
+  }
+  const parts: string[] = [];
   for (const field of fields) {
     switch (field) {
       case 'id':
-        record.id = user.id;
+        parts.push(`"id":${user.id}`);
         break;
       case 'age':
-        record.age = String(user.age);
+        parts.push(`"age":"${user.age}"`);
         break;
       case 'createdAt':
-        record.createdAt = user.createdAt.toISOString();
+        parts.push(`"createdAt":"${user.createdAt.toISOString()}"`);
         break;
       case 'updatedAt':
-        record.updatedAt = user.updatedAt.toISOString();
+        parts.push(`"updatedAt":"${user.updatedAt.toISOString()}"`);
         break;
       default:
-        record[field] = user[field];
+        parts.push(`"${field}":${JSON.stringify(user[field])}`);
     }
   }
-  return record;
+  return `{${parts.join(',')}}`;
 }
 
-export function envelope(users: User[], fields: readonly FieldName[]): { data: UserRecord[] } {
-  return { data: users.map((user) => toRecord(user, fields)) };
+/** The envelope of an answer that shows records: `{"data":[...]}`. */
+export function envelopeJson(users: readonly User[], fields: readonly FieldName[]): string {
+  let body = '{"data":[';
+  for (let i = 0; i < users.length; i++) body += (i === 0 ? '' : ',') + recordJson(users[i] as User, fields);
+  return `${body}]}`;
 }
+
+/** Sends the records as the answer's JSON body. */
+export function sendUsers(reply: FastifyReply, users: readonly User[], fields: readonly FieldName[]): FastifyReply {
+  return reply.type(JSON_TYPE).send(envelopeJson(users, fields));
+}
+
+export const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** A record's strong ETag: it changes with every write to the record, whatever `fields` shows. */
 export function userEtag(user: User): string {
   return `"${user.id}-${user.version}"`;
+}
+
+const RECORD_ETAG = /^"([1-9][0-9]*)-([1-9][0-9]*)"$/;
+
+/**
+ * What an If-Match header requires of record `id`, as data for the store: `*` takes any stored
+ * version; otherwise the versions named by this record's strong ETags (a weak tag, or another
+ * record's, never matches).
+ */
+export function preconditionOf(ifMatch: string, id: number): Precondition {
+  const tags = parseEntityTags(ifMatch);
+  if (tags === '*') return { anyVersion: true };
+  const versions: number[] = [];
+  for (const tag of tags) {
+    const match = RECORD_ETAG.exec(tag.opaque);
+    if (!tag.weak && match !== null && match[1] === String(id)) versions.push(Number(match[2]));
+  }
+  return { versions };
 }

@@ -8,8 +8,8 @@ import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE } from './idempotency.ts'
 
 /** What each parameter must be; used both in the OpenAPI descriptions and in error details. */
 export const RULES = {
-  name: 'text of 1 to 200 characters with no control characters',
-  city: 'text of 1 to 200 characters with no control characters',
+  name: 'text of 1 to 200 characters with a visible one among them, and no control, text-direction or noncharacter code points',
+  city: 'text of 1 to 200 characters with a visible one among them, and no control, text-direction or noncharacter code points',
   age: 'a whole number from 0 to 150, in decimal digits',
   fields: 'a comma-separated list of: id, name, age, city, createdAt, updatedAt',
   limit: 'a whole number from 1 to 1000',
@@ -20,9 +20,18 @@ export const RECORD_FIELDS = ['name', 'age', 'city'] as const;
 export const ALL_FIELDS = ['id', 'name', 'age', 'city', 'createdAt', 'updatedAt'] as const;
 export type FieldName = (typeof ALL_FIELDS)[number];
 
-// No C0/C1 control characters and no lone surrogates (the `u` flag makes a paired surrogate one
-// code point, so only unpaired halves fall in the range). Lengths count code points.
-const TEXT_PATTERN = '^[^\\u0000-\\u001F\\u007F-\\u009F\\uD800-\\uDFFF]*$';
+// Text a person can read back: at least one letter, digit, punctuation mark or symbol (so no name
+// of only spaces or zero-width characters), and none of: C0/C1 control characters, lone surrogates
+// (the `u` flag makes a paired surrogate one code point, so only unpaired halves fall in the
+// range), the marks and overrides that reorder text (U+061C, U+200E-F, U+202A-E, U+2066-9), or
+// Unicode noncharacters. Lengths count code points.
+const FORBIDDEN =
+  '\\u0000-\\u001F\\u007F-\\u009F\\u061C\\u200E\\u200F\\u202A-\\u202E\\u2066-\\u2069\\uD800-\\uDFFF\\uFDD0-\\uFDEF\\uFFFE\\uFFFF' +
+  Array.from(
+    { length: 16 },
+    (_, plane) => `\\u{${(plane + 1).toString(16)}FFFE}\\u{${(plane + 1).toString(16)}FFFF}`,
+  ).join('');
+const TEXT_PATTERN = `^(?=.*[\\p{L}\\p{N}\\p{P}\\p{S}])[^${FORBIDDEN}]*$`;
 const AGE_PATTERN = '^0*(?:[0-9]|[1-9][0-9]|1[0-4][0-9]|150)$';
 const FIELD_ALTERNATIVES = `(?:${ALL_FIELDS.join('|')})`;
 

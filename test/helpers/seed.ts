@@ -1,4 +1,4 @@
-import { parseDatabaseUrl } from '../../src/config.ts';
+import { parseDatabaseUrl } from '../../src/config/load.ts';
 import { openStore } from '../../src/store/open-store.ts';
 
 /**

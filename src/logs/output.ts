@@ -1,7 +1,14 @@
 import { writeSync } from 'node:fs';
 import { type DestinationStream, pino } from 'pino';
-import type { LogLevel } from '../config.ts';
-import { logLinesDropped } from './process-counters.ts';
+import { Counter } from 'prom-client';
+import type { LogLevel } from '../config/load.ts';
+
+/** Log lines dropped because standard output was not read fast enough; shown by /metrics. */
+export const logLinesDropped = new Counter({
+  name: 'log_lines_dropped_total',
+  help: 'Log lines dropped because standard output was not read fast enough.',
+  registers: [],
+});
 
 const MB = 1024 * 1024;
 /**

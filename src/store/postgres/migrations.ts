@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { type Migration, pendingMigrations } from './migrations.ts';
+import { type Migration, pendingMigrations } from '../migrations.ts';
 
 /**
  * PostgreSQL's schema, in the SQL that PostgreSQL-compatible distributed engines also accept:
@@ -49,6 +49,17 @@ const MIGRATIONS: readonly Migration[] = [
         created_at TIMESTAMPTZ NOT NULL DEFAULT now()
       );
       CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+    `,
+  },
+  {
+    version: 4,
+    name: 'idempotency_keys keep the record id, not its values',
+    // A key remembered the created record's name, age and city, which then outlived a deletion or a
+    // correction. It keeps the id now; a replay reads the record as it is.
+    sql: `
+      ALTER TABLE idempotency_keys ADD COLUMN user_id BIGINT NOT NULL DEFAULT 0;
+      UPDATE idempotency_keys SET user_id = CAST(CAST(user_json AS JSON) ->> 'id' AS BIGINT);
+      ALTER TABLE idempotency_keys DROP COLUMN user_json;
     `,
   },
 ];

@@ -1,11 +1,12 @@
 import type { Pool, PoolClient } from 'pg';
-import type { Change, Commit } from './store.ts';
+import type { Change } from '../store.ts';
+import { runAwaiting, type WriteRequest, WriteRules } from '../write-rules.ts';
+import { execStep } from './statements.ts';
 
 const ignore = () => undefined;
 
 interface Job {
-  work: (client: PoolClient) => Promise<unknown>;
-  changes: (value: never) => Change[];
+  request: WriteRequest;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -16,30 +17,31 @@ interface Job {
  * commit (one WAL flush). One instance's writes therefore commit in the order their ids were
  * given, as with SQLite. A write that fails makes the batch roll back; its writes then run again
  * in a transaction each, so only the failing write fails. Every promise settles after COMMIT and
- * after `onCommit` has seen it.
+ * after `onCommit` has seen the changes.
  *
- * Each transaction first counts itself in store_version. That row lock makes the write
- * transactions of all instances take turns, so ids are given in commit order everywhere: a reader
+ * Each transaction first locks the store_version row. That makes the write transactions of all
+ * instances take turns, so ids and change versions are given in commit order everywhere: a reader
  * paging with `after` never misses a record that commits late with a smaller id.
  */
 export class PostgresBatch {
   readonly #pool: Pool;
   /** Whether a failure is a lost connection, which a rerun cannot fix. */
   readonly #isConnectionFault: (error: unknown) => boolean;
-  readonly #onCommit: (commit: Commit) => void;
+  readonly #onCommit: (changes: Change[]) => void;
+  readonly #rules = new WriteRules();
   #pending: Job[] = [];
   #idle: Promise<void> = Promise.resolve();
   #active = false;
 
-  constructor(pool: Pool, isConnectionFault: (error: unknown) => boolean, onCommit: (commit: Commit) => void) {
+  constructor(pool: Pool, isConnectionFault: (error: unknown) => boolean, onCommit: (changes: Change[]) => void) {
     this.#pool = pool;
     this.#isConnectionFault = isConnectionFault;
     this.#onCommit = onCommit;
   }
 
-  run<T>(work: (client: PoolClient) => Promise<T>, changes: (value: T) => Change[]): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.#pending.push({ work, changes, resolve: resolve as (value: unknown) => void, reject });
+  run(request: WriteRequest): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ request, resolve, reject });
       if (this.#active) return;
       this.#active = true;
       this.#idle = new Promise((done) => setImmediate(() => void this.#drain().finally(done)));
@@ -76,24 +78,31 @@ export class PostgresBatch {
   }
 
   async #transaction(jobs: Job[]): Promise<unknown[]> {
-    const client = await this.#pool.connect();
+    const client: PoolClient = await this.#pool.connect();
     // Out of the pool, a client has no listener for a connection that breaks (the server stopped,
     // an administrator ended the session); without one the 'error' event would end the process.
     // The query in flight fails as well, and its error is what this write reports.
     client.on('error', ignore);
     try {
-      await client.query('BEGIN');
-      const { rows } = await client.query<{ version: string }>({
-        name: 'store-version-bump',
-        text: 'UPDATE store_version SET version = version + 1 RETURNING version',
-      });
+      const [, locked] = (await client.query('BEGIN; SELECT version FROM store_version FOR UPDATE')) as unknown as [
+        unknown,
+        { rows: Array<{ version: string }> },
+      ];
+      const start = Number(locked.rows[0]?.version);
+      let version = start;
       const values: unknown[] = [];
-      for (const job of jobs) values.push(await job.work(client));
-      await client.query('COMMIT');
+      const changes: Change[] = [];
+      const at = new Date();
+      for (const job of jobs) {
+        const outcome = await runAwaiting(this.#rules.program(job.request), (step) => execStep(client, step));
+        if (outcome.change !== undefined) changes.push({ version: ++version, ...outcome.change, at });
+        values.push(outcome.value);
+      }
+      // The version is ours, a safe integer: one round trip sets it and commits.
+      await client.query(version === start ? 'COMMIT' : `UPDATE store_version SET version = ${version}; COMMIT`);
       client.off('error', ignore);
       client.release();
-      const changes = jobs.flatMap((job, i) => job.changes(values[i] as never));
-      this.#onCommit({ version: Number(rows[0]?.version), changes });
+      this.#onCommit(changes);
       return values;
     } catch (error) {
       // A lost connection is not asked to roll back (it would wait out another timeout): the pool

@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3';
-import { type Migration, pendingMigrations } from './migrations.ts';
+import { type Migration, pendingMigrations } from '../migrations.ts';
 
 /** SQLite's schema, applied in order at start. */
 const MIGRATIONS: readonly Migration[] = [
@@ -46,6 +46,17 @@ const MIGRATIONS: readonly Migration[] = [
         created_at INTEGER NOT NULL
       ) STRICT;
       CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+    `,
+  },
+  {
+    version: 4,
+    name: 'idempotency_keys keep the record id, not its values',
+    // A key remembered the created record's name, age and city, which then outlived a deletion or a
+    // correction. It keeps the id now; a replay reads the record as it is.
+    sql: `
+      ALTER TABLE idempotency_keys ADD COLUMN user_id INTEGER NOT NULL DEFAULT 0;
+      UPDATE idempotency_keys SET user_id = json_extract(user_json, '$.id');
+      ALTER TABLE idempotency_keys DROP COLUMN user_json;
     `,
   },
 ];

@@ -1,0 +1,45 @@
+import { flagOf, SETTINGS, type Setting } from './settings.ts';
+
+const DEFINITIONS = Object.values(SETTINGS) as Array<Setting<unknown>>;
+
+/** A setting's default as the README shows it. */
+function defaultOf(definition: Setting<unknown>): string {
+  return definition.defaultText ?? (definition.default === undefined ? 'none' : `\`${definition.default}\``);
+}
+
+/** Markdown to plain text: code marks and links dropped. */
+function plain(markdown: string): string {
+  return markdown.replaceAll('`', '').replace(/\[([^\]]+)\]\([^)]+\)/g, '$1');
+}
+
+const capital = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
+
+/** What a setting does, and its rule where the words do not already say it. */
+function meaning(definition: Setting<unknown>): string {
+  return definition.kind.listed ? `${definition.help}. ${capital(definition.kind.rule)}` : definition.help;
+}
+
+/** The README's settings table, row by row from SETTINGS (test/readme.test.ts checks the README holds it). */
+export function settingsTable(): string {
+  const rows = DEFINITIONS.map(
+    (definition) =>
+      `| \`${definition.env}\` | \`--${flagOf(definition)}\` | ${defaultOf(definition)} | ${meaning(definition)} |`,
+  );
+  return ['| Variable | Flag | Default | Meaning |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+/** `--help` of the server: every setting with its flag, default and rule. */
+export function helpText(command: string): string {
+  const lines = [
+    `Usage: ${command} [--flag value ...]`,
+    '',
+    'Every setting is an environment variable and a flag (the flag wins):',
+    '',
+  ];
+  for (const definition of DEFINITIONS) {
+    lines.push(`  --${flagOf(definition)} (${definition.env}), default: ${plain(defaultOf(definition))}`);
+    lines.push(`      ${plain(meaning(definition))}.`);
+  }
+  lines.push('', '  --help       this text', '  --version    the version of the service');
+  return `${lines.join('\n')}\n`;
+}

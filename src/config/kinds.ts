@@ -1,0 +1,61 @@
+/**
+ * The kinds of value a setting takes. Each parses the text of an environment variable or a flag and
+ * describes its own rule, once, for error messages, `--help` and the README.
+ */
+
+/** A parse that failed: the rule the text broke, said of the setting ("must be ..."). */
+export class Invalid {
+  readonly message: string;
+
+  constructor(message: string) {
+    this.message = message;
+  }
+}
+
+export interface Kind<T> {
+  /** "a whole number from 1 to 1024", "one of info, warn", ...: what every value must be. */
+  rule: string;
+  /** Whether `--help` and the README repeat the rule after the setting's own words (no for free text, whose words say it). */
+  listed: boolean;
+  parse(text: string): T | Invalid;
+}
+
+const DIGITS = /^[0-9]{1,9}$/;
+
+/** A whole number in a range, optionally with a unit ("milliseconds") and words that stand for values. */
+export function integer<W extends Record<string, unknown> = Record<never, never>>(
+  min: number,
+  max: number,
+  options: { unit?: string; words?: W; wordsRule?: string } = {},
+): Kind<number | W[keyof W]> {
+  const unit = options.unit === undefined ? 'a whole number' : `a whole number of ${options.unit}`;
+  const rule = `${unit} from ${min} to ${max}${options.wordsRule === undefined ? '' : `, or ${options.wordsRule}`}`;
+  return {
+    rule,
+    listed: true,
+    parse: (text) => {
+      const words = options.words as Record<string, W[keyof W]> | undefined;
+      if (words !== undefined && Object.hasOwn(words, text)) return words[text] as W[keyof W];
+      const value = DIGITS.test(text) ? Number(text) : Number.NaN;
+      return value >= min && value <= max ? value : new Invalid(`must be ${rule}`);
+    },
+  };
+}
+
+/** One of a few words. */
+export function oneOf<const T extends string>(values: readonly T[]): Kind<T> {
+  const rule = `one of ${values.join(', ')}`;
+  return {
+    rule,
+    listed: true,
+    parse: (text) => ((values as readonly string[]).includes(text) ? (text as T) : new Invalid(`must be ${rule}`)),
+  };
+}
+
+/** Text, checked and converted by `convert` (which returns Invalid with the reason when it is not usable). */
+export function text<T = string>(
+  rule: string,
+  convert: (text: string) => T | Invalid = (value) => value as T,
+): Kind<T> {
+  return { rule, listed: false, parse: convert };
+}

@@ -1,0 +1,87 @@
+import { parseArgs } from 'node:util';
+import type { DatabaseConfig } from './database-url.ts';
+import { Invalid } from './kinds.ts';
+import { flagOf, type LogLevel, SETTINGS, type Setting, type SettingKey } from './settings.ts';
+import type { ApiToken } from './values.ts';
+
+export type { DatabaseConfig } from './database-url.ts';
+export { hideCredentials, parseDatabaseUrl } from './database-url.ts';
+export type { LogLevel } from './settings.ts';
+export type { ApiToken, Scope } from './values.ts';
+
+type ValueOf<S> = S extends Setting<infer T> ? T : never;
+type SettingValues = { [K in SettingKey]: ValueOf<(typeof SETTINGS)[K]> };
+
+/** The service's settings, parsed and checked: every setting of SETTINGS, tokens merged from either source. */
+export type Config = Readonly<
+  Omit<SettingValues, 'apiTokens' | 'apiTokensFile'> & {
+    database: DatabaseConfig;
+    logLevel: LogLevel;
+    /** Bearer tokens; none: authentication is off. Never log these. */
+    tokens: readonly ApiToken[];
+  }
+>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const ENTRIES = Object.entries(SETTINGS) as Array<[SettingKey, Setting<unknown>]>;
+
+/**
+ * Reads every setting from the environment, overridden by flags (`--port 8080`), each checked by
+ * its rule in SETTINGS; throws one ConfigError naming every bad setting.
+ */
+export function loadConfig(env: Record<string, string | undefined>, argv: string[]): Config {
+  const problems = new Map<string, string>();
+  let flags: Record<string, string | undefined> = {};
+  try {
+    const options = Object.fromEntries(
+      ENTRIES.map(([, definition]) => [flagOf(definition), { type: 'string' as const }]),
+    );
+    flags = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values as typeof flags;
+  } catch (error) {
+    const known = ENTRIES.map(([, definition]) => `--${flagOf(definition)}`);
+    problems.set('flags', `${(error as Error).message}. Known flags: ${known.join(', ')}`);
+  }
+
+  const values: Record<string, unknown> = {};
+  const given = new Set<SettingKey>();
+  for (const [key, definition] of ENTRIES) {
+    const fromFlag = flags[flagOf(definition)];
+    const fromEnv = env[definition.env];
+    let text = fromFlag ?? fromEnv;
+    if (text === '' && fromFlag === undefined && definition.emptyIsError !== true) text = undefined;
+    if (text !== undefined) given.add(key);
+    text ??= definition.default;
+    if (text === undefined) {
+      values[key] = definition.unset;
+      continue;
+    }
+    const value = definition.kind.parse(text);
+    if (value instanceof Invalid) {
+      const shown =
+        definition.secret === true || value.message.includes(', got ') ? '' : `, got ${JSON.stringify(text)}`;
+      problems.set(definition.env, `${definition.env} ${value.message}${shown}`);
+    } else values[key] = value;
+  }
+
+  // Rules across settings.
+  if (given.has('apiTokens') && given.has('apiTokensFile')) {
+    problems.set('API_TOKENS', 'set API_TOKENS or API_TOKENS_FILE, not both');
+  }
+  const database = values.database as DatabaseConfig | undefined;
+  if (Number(values.workers) > 1 && database?.kind === 'sqlite' && database.path === ':memory:') {
+    problems.set('WORKERS', 'WORKERS above 1 needs a shared database; :memory: is private to each process');
+  }
+  // Unset, the headers timeout follows a shorter request timeout down; set, it must fit inside it.
+  if (Number(values.headersTimeoutMs) > Number(values.requestTimeoutMs)) {
+    if (given.has('headersTimeoutMs')) {
+      problems.set('HEADERS_TIMEOUT_MS', 'HEADERS_TIMEOUT_MS must not be longer than REQUEST_TIMEOUT_MS');
+    } else values.headersTimeoutMs = values.requestTimeoutMs;
+  }
+  if (problems.size > 0) throw new ConfigError(`invalid settings:\n  - ${[...problems.values()].join('\n  - ')}`);
+
+  const { apiTokens, apiTokensFile, ...rest } = values as SettingValues;
+  return Object.freeze({ ...rest, tokens: apiTokens ?? apiTokensFile ?? [] }) as Config;
+}

@@ -1,0 +1,168 @@
+import { availableParallelism } from 'node:os';
+import { type DatabaseConfig, parseDatabaseUrl } from './database-url.ts';
+import { integer, Invalid, type Kind, oneOf, text } from './kinds.ts';
+import { type ApiToken, parseHosts, parseOrigins, parseProxies, parseTokens, readTokenFile } from './values.ts';
+
+/** One setting: its environment variable, its flag, its rule, its default and what it means. */
+export interface Setting<T> {
+  /** The environment variable; the flag is its kebab-case (`DATABASE_URL` → `--database-url`). */
+  env: string;
+  kind: Kind<T>;
+  /** The default as a user would write it, parsed like any value; none: `unset` applies. */
+  default?: string;
+  /** The value when the setting is neither given nor defaulted. */
+  unset?: T;
+  /** What the default means when it is not a plain value (shown in `--help` and the README). */
+  defaultText?: string;
+  /** What it does, in a sentence or two, Markdown allowed (the README); `--help` shows it as plain text. */
+  help: string;
+  /** Holds secrets: a value is never echoed in a message. */
+  secret?: boolean;
+  /** An empty value is refused rather than read as unset (so `API_TOKENS=` cannot turn authentication off). */
+  emptyIsError?: boolean;
+}
+
+function setting<T>(definition: Setting<T>): Setting<T> {
+  return definition;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+const nonEmpty = (rule: string) => (value: string) => (value.trim() === '' ? new Invalid(`must be ${rule}`) : value);
+
+/**
+ * Every setting of the service, once. The parser, its messages, `--help`, the README's settings
+ * table (checked by test/readme.test.ts) and the docs all derive from this table. Order is the
+ * order they are shown in.
+ */
+export const SETTINGS = {
+  port: setting({ env: 'PORT', kind: integer(0, 65535), default: '3000', help: 'TCP port; `0` picks a free one' }),
+  host: setting({
+    env: 'HOST',
+    kind: text('a host name or IP address to listen on', nonEmpty('a host name or IP address to listen on')),
+    default: '127.0.0.1',
+    help: 'address to listen on',
+  }),
+  database: setting<DatabaseConfig>({
+    env: 'DATABASE_URL',
+    kind: text('a postgres:// URL, file:PATH, a path or :memory:', (value) => {
+      const parsed = parseDatabaseUrl(value);
+      return typeof parsed === 'string' ? new Invalid(parsed) : parsed;
+    }),
+    default: './data/users.db',
+    secret: true,
+    help: 'PostgreSQL: `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (or `postgresql://`, with libpq-style parameters such as `?sslmode=require`). SQLite: `file:PATH`, `file:///abs/path`, a plain path, or `:memory:` (throwaway, one process only)',
+  }),
+  databaseTimeoutMs: setting({
+    env: 'DATABASE_TIMEOUT_MS',
+    kind: integer(100, 600_000, { unit: 'milliseconds' }),
+    default: '5000',
+    help: 'the longest one database call may wait. PostgreSQL: statement timeout, and the wait for a connection; a connection that goes silent is given up one second later. SQLite: the wait for a lock another process holds. Then the request gets 503',
+  }),
+  databasePoolSize: setting({
+    env: 'DATABASE_POOL_SIZE',
+    kind: integer(1, 1000),
+    default: '10',
+    help: 'PostgreSQL connections per process; see [docs/scaling.md](docs/scaling.md) for budgets',
+  }),
+  listingCacheMb: setting({
+    env: 'LISTING_CACHE_MB',
+    kind: integer(0, 65_536, { unit: 'megabytes' }),
+    default: '256',
+    help: 'memory for the kept copy of the full listing (`GET /users`); a larger listing is streamed from the database every time, and `0` keeps none. A million typical records take about 50 MB',
+  }),
+  workers: setting({
+    env: 'WORKERS',
+    kind: integer(1, 256, { words: { auto: availableParallelism() }, wordsRule: 'auto (one per core)' }),
+    default: '1',
+    help: 'processes serving the port; they share the database',
+  }),
+  logLevel: setting<LogLevel>({ env: 'LOG_LEVEL', kind: oneOf(LOG_LEVELS), default: 'info', help: 'what is logged' }),
+  logBufferMb: setting({
+    env: 'LOG_BUFFER_MB',
+    kind: integer(1, 1024, { unit: 'megabytes' }),
+    default: '16',
+    help: 'log output held while stdout is read too slowly; past it, lines are dropped and counted rather than held without bound (see [Operations](#operations))',
+  }),
+  shutdownTimeoutMs: setting({
+    env: 'SHUTDOWN_TIMEOUT_MS',
+    kind: integer(0, 600_000, { unit: 'milliseconds' }),
+    default: '10000',
+    help: 'how long SIGTERM/SIGINT waits for requests in flight before forcing exit',
+  }),
+  requestTimeoutMs: setting({
+    env: 'REQUEST_TIMEOUT_MS',
+    kind: integer(1000, 600_000, { unit: 'milliseconds' }),
+    default: '30000',
+    help: 'how long a client may take to send a whole request; then 408 and the connection closes',
+  }),
+  headersTimeoutMs: setting({
+    env: 'HEADERS_TIMEOUT_MS',
+    kind: integer(1000, 600_000, { unit: 'milliseconds' }),
+    default: '10000',
+    defaultText: '`10000`, or `REQUEST_TIMEOUT_MS` if shorter',
+    help: 'how long a client may take to send the request line and headers, at most `REQUEST_TIMEOUT_MS`; then 408',
+  }),
+  keepAliveTimeoutMs: setting({
+    env: 'KEEP_ALIVE_TIMEOUT_MS',
+    kind: integer(1000, 600_000, { unit: 'milliseconds' }),
+    default: '5000',
+    help: 'how long an idle keep-alive connection stays open; behind a load balancer, set it above the balancer’s idle timeout',
+  }),
+  rateLimit: setting({
+    env: 'RATE_LIMIT',
+    kind: integer(1, 100_000_000, { words: { off: null }, wordsRule: 'off' }),
+    default: '6000',
+    help: 'requests per minute per client address; over it: 429 with `Retry-After`. Wrong tokens are counted too, on every route: past this many a minute, a client gets 429 wherever a token is needed. Per process: see [docs/security.md](docs/security.md#limits)',
+  }),
+  overloadLagMs: setting({
+    env: 'OVERLOAD_LAG_MS',
+    kind: integer(0, 600_000, { unit: 'milliseconds' }),
+    default: '500',
+    help: 'when the event loop runs this many milliseconds late, requests are shed with 503 and `Retry-After` (`0` turns it off)',
+  }),
+  trustedProxies: setting({
+    env: 'TRUST_PROXY',
+    kind: text('IP addresses or CIDR ranges, comma-separated', parseProxies),
+    unset: [] as readonly string[],
+    help: 'addresses or CIDR ranges of proxies in front (`10.0.0.0/8,127.0.0.1`); their `X-Forwarded-For` then names the client, for the rate limit and the logs',
+  }),
+  allowedHosts: setting({
+    env: 'ALLOWED_HOSTS',
+    kind: text('host names or addresses, comma-separated, or *', parseHosts),
+    unset: [] as readonly string[],
+    defaultText: 'loopback names and `HOST`',
+    help: 'the `Host` names clients may use (`users.example.com,10.0.0.5`), or `*` for any; others get 421, which stops DNS rebinding. Unset: `localhost`, `127.0.0.1`, `[::1]` and `HOST` (with `HOST=0.0.0.0` or `::`, every address of this machine and its host name). See [docs/security.md](docs/security.md#browsers)',
+  }),
+  apiTokens: setting<readonly ApiToken[] | undefined>({
+    env: 'API_TOKENS',
+    kind: text('scope:token entries, comma-separated', (value) =>
+      value.trim() === ''
+        ? new Invalid('is set but holds no tokens; to turn authentication off, leave API_TOKENS unset')
+        : parseTokens(value.split(',')),
+    ),
+    secret: true,
+    emptyIsError: true,
+    help: 'bearer tokens, `scope:token` comma-separated (`read:<token>,write:<token>`), each token at least 32 characters; none: no authentication. See [Authentication](#authentication)',
+  }),
+  apiTokensFile: setting<readonly ApiToken[] | undefined>({
+    env: 'API_TOKENS_FILE',
+    kind: text('a readable file of scope:token lines', readTokenFile),
+    emptyIsError: true,
+    help: 'a file with one `scope:token` a line (`#` comments allowed), instead of `API_TOKENS` (keeps tokens out of the process environment)',
+  }),
+  corsOrigins: setting({
+    env: 'CORS_ORIGINS',
+    kind: text('origins such as https://app.example.com, comma-separated, or *', parseOrigins),
+    unset: [] as readonly string[],
+    help: 'origins browsers may call the API from (`https://app.example.com,http://localhost:5173`), or `*`; none: CORS is off, and writes sent from other sites’ pages are refused',
+  }),
+} as const;
+
+export type SettingKey = keyof typeof SETTINGS;
+
+/** The flag of a setting: `DATABASE_URL` → `database-url`. */
+export function flagOf(definition: Setting<unknown>): string {
+  return definition.env.toLowerCase().replaceAll('_', '-');
+}

@@ -1,0 +1,149 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AuthFailure } from './auth.ts';
+import { hostHeaderCount, hostName } from './hosts.ts';
+import { kib, URL_LIMIT } from './limits.ts';
+import type { OverloadMonitor } from './overload.ts';
+import { policyOf } from './policy.ts';
+import { HttpError } from './problem.ts';
+import { invalidInput } from './validation.ts';
+import { paramErrors } from './query-string.ts';
+import type { Budget, RateLimiter } from './rate-limit.ts';
+import { JSON_HEADERS, pageHeaders } from './security-headers.ts';
+
+export interface GateOptions {
+  /** The per-client budget; none when RATE_LIMIT is off. */
+  limiter: RateLimiter | undefined;
+  /** The per-client budget of failed authentications, on every route; none when RATE_LIMIT is off. */
+  guesses: RateLimiter | undefined;
+  overload: OverloadMonitor;
+  /** Host names answered to; undefined: any. */
+  hosts: ReadonlySet<string> | undefined;
+  /** Why a change from another site's page is refused (the origin), or undefined. */
+  crossSiteWrite: (method: string, headers: FastifyRequest['headers']) => string | undefined;
+  /** Checks the token; none when no tokens are configured. */
+  authenticate: ((method: string, authorization?: string) => AuthFailure | undefined) | undefined;
+  /** Registers CORS between the early refusals and authentication (its preflights carry no token). */
+  cors?: (app: FastifyInstance) => Promise<void>;
+}
+
+const pageSets = new Map<string, Readonly<Record<string, string>>>();
+
+function carry(request: FastifyRequest, reply: FastifyReply, csp: string | undefined): void {
+  let set = JSON_HEADERS;
+  if (csp !== undefined) {
+    set = pageSets.get(csp) ?? pageHeaders(csp);
+    pageSets.set(csp, set);
+  }
+  reply.header('x-request-id', request.id);
+  for (const name in set) reply.header(name, set[name] as string);
+}
+
+/**
+ * Every request's way to its route, in tiers whose order is this code's, not a comment's:
+ * 1. what every answer carries (request id, security headers), so no refusal can go without them;
+ * 2. what refuses a request before it costs anything: shutting down, a Host header that is
+ *    missing, repeated or not ours, a URL too long, overload, a client over its budget (every
+ *    request counts, refused ones too);
+ * then CORS preflights, when CORS is on (browsers send them without a token);
+ * 3. who is asking: a change from another site's page, the token (wrong ones are counted per client on
+ *    every route, and past the budget refused with 429 wherever a token is needed);
+ * 4. the query string's own faults, on routes that do not check their query with a schema.
+ * Routes declare what they need (policy.ts): public, not shed, not rate limited.
+ */
+export async function registerGate(app: FastifyInstance, options: GateOptions): Promise<void> {
+  const { limiter, guesses, overload, hosts, crossSiteWrite, authenticate } = options;
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onListen', async () => overload.start());
+  app.addHook('onClose', async () => {
+    overload.stop();
+    limiter?.close();
+    guesses?.close();
+  });
+
+  app.addHook('onRequest', (request, reply, done) => {
+    const policy = policyOf(request);
+    carry(request, reply, policy.pageCsp);
+    let budget: Budget | undefined;
+    if (limiter !== undefined && policy.rateLimited) {
+      budget = limiter.hit(request.ip);
+      reply.headers(limiter.headers(budget));
+    }
+    done(refuseEarly(request, policy.shed, budget));
+  });
+
+  function refuseEarly(request: FastifyRequest, shed: boolean, budget: Budget | undefined): HttpError | undefined {
+    if (closing) {
+      return new HttpError('unavailable', 'The service is shutting down; retry on another instance.', {
+        headers: { 'retry-after': '1', connection: 'close' },
+      });
+    }
+    const host = request.headers.host;
+    if (host === undefined ? request.raw.httpVersion === '1.1' : hostHeaderCount(request.raw.rawHeaders) > 1) {
+      return new HttpError('malformed-request', 'An HTTP/1.1 request needs exactly one Host header.');
+    }
+    if (hosts !== undefined && host !== undefined && !hosts.has(hostName(host))) {
+      return new HttpError(
+        'misdirected-request',
+        'This service does not answer to that host name; see ALLOWED_HOSTS in its settings.',
+      );
+    }
+    if ((request.raw.url?.length ?? 0) > URL_LIMIT) {
+      return new HttpError('uri-too-long', `The URL is longer than the service reads (${kib(URL_LIMIT)}).`);
+    }
+    const lag = shed ? overload.lag() : undefined;
+    if (lag !== undefined) {
+      return new HttpError(
+        'overloaded',
+        `The service is overloaded (its event loop ran ${Math.round(lag)} ms late); retry shortly.`,
+        { headers: { 'retry-after': String(Math.max(1, Math.ceil(lag / 1000))) } },
+      );
+    }
+    if (limiter !== undefined && budget !== undefined && budget.count > limiter.limit) {
+      return rateLimited(limiter, budget.resetAt);
+    }
+    return undefined;
+  }
+
+  await options.cors?.(app);
+
+  app.addHook('onRequest', (request, _reply, done) => {
+    const policy = policyOf(request);
+    const origin = crossSiteWrite(request.method, request.headers);
+    if (origin !== undefined) {
+      return done(
+        new HttpError(
+          'cross-origin-write',
+          'Changes sent from another site’s page are refused; the service lists the sites it trusts in CORS_ORIGINS.',
+        ),
+      );
+    }
+    if (authenticate !== undefined && !policy.public) {
+      // A client that guessed wrong more than its budget allows is refused on every route that
+      // needs a token, those outside the request budget (/metrics) included.
+      const guessing = guesses?.exhausted(request.ip);
+      if (guesses !== undefined && guessing !== undefined) return done(rateLimited(guesses, guessing.resetAt));
+      const failure = authenticate(request.method, request.headers.authorization);
+      if (failure !== undefined) {
+        if (failure.guessed) {
+          guesses?.hit(request.ip);
+          request.log.warn({ remoteAddress: request.ip, route: request.routeOptions.url }, 'authentication failed');
+        }
+        return done(failure.error);
+      }
+    }
+    const early = request.routeOptions.schema?.querystring === undefined ? paramErrors(request.query) : [];
+    done(early.length > 0 ? invalidInput(early) : undefined);
+  });
+}
+
+function rateLimited(limiter: RateLimiter, resetAt: number): HttpError {
+  const seconds = Math.max(1, Math.ceil((resetAt - Date.now()) / 1000));
+  return new HttpError(
+    'rate-limited',
+    `This client sent more than ${limiter.limit} requests in a minute; retry in ${seconds} s.`,
+    { headers: { 'retry-after': String(seconds) } },
+  );
+}

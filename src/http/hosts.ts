@@ -1,0 +1,47 @@
+import { networkInterfaces, hostname } from 'node:os';
+import { isIP } from 'node:net';
+
+const LOOPBACK = ['localhost', '127.0.0.1', '[::1]'];
+const WILDCARD = new Set(['0.0.0.0', '::', '[::]']);
+
+/**
+ * The `Host` names the service answers to: ALLOWED_HOSTS, or by default the loopback names and the
+ * address it listens on (for a wildcard address, every address of this machine and its host name).
+ * A page on another site that points its own name at this address (DNS rebinding) sends its own
+ * name as Host, and is refused. `*` allows any.
+ */
+export function allowedHosts(configured: readonly string[], listenHost: string): ReadonlySet<string> | undefined {
+  if (configured.includes('*')) return undefined;
+  if (configured.length > 0) return new Set(configured);
+  const hosts = new Set(LOOPBACK);
+  const bracket = (address: string) => (isIP(address) === 6 ? `[${address}]` : address);
+  if (WILDCARD.has(listenHost)) {
+    for (const addresses of Object.values(networkInterfaces())) {
+      for (const { address } of addresses ?? []) hosts.add(bracket(address.toLowerCase()));
+    }
+    hosts.add(hostname().toLowerCase());
+  } else hosts.add(bracket(listenHost.toLowerCase()));
+  return hosts;
+}
+
+/** The name part of a Host header (`Example.com:8080` → `example.com`, `[::1]:3000` → `[::1]`). */
+export function hostName(header: string): string {
+  const value = header.toLowerCase();
+  if (value.startsWith('[')) {
+    const end = value.indexOf(']');
+    return end === -1 ? value : value.slice(0, end + 1);
+  }
+  const colon = value.indexOf(':');
+  const name = colon === -1 ? value : value.slice(0, colon);
+  return name.endsWith('.') ? name.slice(0, -1) : name;
+}
+
+/** How many Host headers a request carries (Node keeps only the first; RFC 9112 wants exactly one). */
+export function hostHeaderCount(rawHeaders: readonly string[]): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string;
+    if (name.length === 4 && name.toLowerCase() === 'host') count++;
+  }
+  return count;
+}

@@ -1,0 +1,48 @@
+import { SqliteError } from 'better-sqlite3';
+import { StoreUnavailableError, type User } from '../store.ts';
+
+/** A users row as SQLite returns it: times in milliseconds since the epoch. */
+export interface UserRow {
+  id: number;
+  name: string;
+  age: number;
+  city: string;
+  created_at: number;
+  updated_at: number;
+  version: number;
+}
+
+export function toUser(row: UserRow): User {
+  return {
+    id: row.id,
+    name: row.name,
+    age: row.age,
+    city: row.city,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+    version: row.version,
+  };
+}
+
+/**
+ * Faults of the database file or the machine, not of the request: the client may retry later.
+ * CORRUPT is among them: after an I/O error SQLite reports what it could not read as corruption,
+ * though the file on disk may be sound (the writer reopens and checks it).
+ */
+const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|NOMEM|PROTOCOL|CORRUPT|NOTADB)/;
+
+export function isUnavailable(error: unknown): error is InstanceType<typeof SqliteError> {
+  return error instanceof SqliteError && UNAVAILABLE.test(error.code);
+}
+
+/** Faults after which the connection may hold a wrong picture of the file: reopen before trusting it. */
+export function needsReopen(error: unknown): boolean {
+  return error instanceof SqliteError && /^SQLITE_(IOERR|CORRUPT|NOTADB|CANTOPEN)/.test(error.code);
+}
+
+/** A database fault as StoreUnavailableError (503); anything else unchanged. */
+export function asUnavailable(error: unknown): unknown {
+  return isUnavailable(error)
+    ? new StoreUnavailableError(`database unavailable: ${error.code}`, { cause: error })
+    : error;
+}

@@ -1,0 +1,184 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type Database from 'better-sqlite3';
+import { SqliteError } from 'better-sqlite3';
+import { CommitListeners } from '../commit-listeners.ts';
+import {
+  type Commit,
+  type CreateResult,
+  type IdempotencyKey,
+  type ListFilter,
+  type Precondition,
+  StoreUnavailableError,
+  type User,
+  type UserInput,
+  type UserStore,
+  type WriteResult,
+} from '../store.ts';
+import { remembered, runNow, type WriteRequest } from '../write-rules.ts';
+import { FileGuard } from './file-guard.ts';
+import { openDatabase } from './open.ts';
+import { asUnavailable } from './rows.ts';
+import { ReadStatements } from './statements.ts';
+import type { JobOutcome } from './writer.ts';
+import { InlineLink, ThreadLink, type WriterLink } from './writer-link.ts';
+
+export interface SqliteOptions {
+  /** The longest a call waits for a lock another process holds; then it fails with 503. */
+  busyTimeoutMs?: number;
+  /** Run SQLite's quick_check at open and refuse a damaged file (once per service). */
+  check?: boolean;
+}
+
+/**
+ * Opens (creating if needed) an SQLite database: reads on this thread, writes through a writer
+ * thread of their own (see writer.ts), the schema brought up to date first.
+ */
+export async function openSqliteStore(path: string, options: SqliteOptions = {}): Promise<SqliteStore> {
+  const busyTimeoutMs = Math.trunc(options.busyTimeoutMs ?? 5000);
+  const memory = path === ':memory:';
+  // Reads never wait inside SQLite (that would hold the event loop): a busy read is retried here.
+  const db = openDatabase(path, { busyTimeoutMs: memory ? busyTimeoutMs : 0, migrate: true, check: options.check });
+  const listeners = new CommitListeners();
+  const onChanges = (changes: Commit['changes']) => listeners.emit({ changes });
+  try {
+    const link = memory
+      ? new InlineLink(db, busyTimeoutMs, onChanges)
+      : await ThreadLink.start(path, busyTimeoutMs, onChanges);
+    return new SqliteStore(db, link, listeners, memory ? undefined : new FileGuard(path), busyTimeoutMs);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+interface Job {
+  request: WriteRequest;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+const isBusy = (error: unknown) => error instanceof SqliteError && error.code.startsWith('SQLITE_BUSY');
+
+export class SqliteStore implements UserStore {
+  readonly #db: Database.Database;
+  readonly #reads: ReadStatements;
+  readonly #link: WriterLink;
+  readonly #listeners: CommitListeners;
+  readonly #guard: FileGuard | undefined;
+  readonly #busyTimeoutMs: number;
+  /** Writes asked for in this turn of the event loop: they go to the writer as one batch. */
+  #queue: Job[] = [];
+  #inFlight = new Set<Promise<void>>();
+
+  constructor(
+    db: Database.Database,
+    link: WriterLink,
+    listeners: CommitListeners,
+    guard: FileGuard | undefined,
+    busyTimeoutMs: number,
+  ) {
+    this.#db = db;
+    this.#reads = new ReadStatements(db);
+    this.#link = link;
+    this.#listeners = listeners;
+    this.#guard = guard;
+    this.#busyTimeoutMs = busyTimeoutMs;
+  }
+
+  /** A read; a file locked by another process (rare in WAL mode) is waited for here, not in SQLite. */
+  async #read<T>(work: () => T): Promise<T> {
+    const deadline = performance.now() + this.#busyTimeoutMs;
+    for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
+      try {
+        return work();
+      } catch (error) {
+        if (!isBusy(error) || performance.now() + wait > deadline) throw asUnavailable(error);
+        await sleep(wait);
+      }
+    }
+  }
+
+  list(filter: ListFilter): Promise<User[]> {
+    return this.#read(() => this.#reads.list(filter));
+  }
+
+  get(id: number): Promise<User | undefined> {
+    return this.#read(() => this.#reads.get(id));
+  }
+
+  version(): Promise<number> {
+    return this.#read(() => this.#reads.version());
+  }
+
+  count(): Promise<number> {
+    return this.#read(() => this.#reads.count());
+  }
+
+  create(input: UserInput): Promise<User> {
+    return this.#write({ kind: 'create', input }) as Promise<User>;
+  }
+
+  async createOnce(input: UserInput, key: IdempotencyKey): Promise<CreateResult> {
+    // A retry of an answered request is a read; only an unknown key needs the writer.
+    const known = await this.#read(() => runNow(remembered(key), (step) => this.#reads.exec(step)));
+    if (known !== undefined) return known;
+    return this.#write({ kind: 'createOnce', input, key }) as Promise<CreateResult>;
+  }
+
+  update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Promise<WriteResult> {
+    return this.#write({ kind: 'update', id, changes, precondition }) as Promise<WriteResult>;
+  }
+
+  remove(id: number, precondition?: Precondition): Promise<WriteResult> {
+    return this.#write({ kind: 'remove', id, precondition }) as Promise<WriteResult>;
+  }
+
+  onCommit(listener: (commit: Commit) => void): void {
+    this.#listeners.add(listener);
+  }
+
+  async ping(): Promise<void> {
+    const refusal = this.#link.refusal ?? this.#guard?.readiness();
+    if (refusal !== undefined) throw new StoreUnavailableError(`database unavailable: ${refusal}`);
+    await this.#read(() => this.#reads.version());
+  }
+
+  #write(request: WriteRequest): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ request, resolve, reject });
+      if (this.#queue.length === 1) setImmediate(() => this.#flush());
+    });
+  }
+
+  /** Sends this turn's writes to the writer as one batch. */
+  #flush(): void {
+    const jobs = this.#queue;
+    this.#queue = [];
+    if (jobs.length === 0) return;
+    const sent = this.#link.submit(jobs.map((job) => job.request)).then(
+      (outcomes) => settle(jobs, outcomes),
+      (error: unknown) => {
+        for (const job of jobs) job.reject(error);
+      },
+    );
+    this.#inFlight.add(sent);
+    void sent.finally(() => this.#inFlight.delete(sent));
+  }
+
+  async close(): Promise<void> {
+    this.#flush();
+    await Promise.all(this.#inFlight);
+    await this.#link.close();
+    this.#guard?.close();
+    if (this.#db.open) this.#db.close();
+  }
+}
+
+function settle(jobs: Job[], outcomes: JobOutcome[]): void {
+  jobs.forEach((job, i) => {
+    const outcome = outcomes[i];
+    if (outcome?.ok === true) job.resolve(outcome.value);
+    else if (outcome?.fault.unavailable === true) job.reject(new StoreUnavailableError(outcome.fault.message));
+    else job.reject(new Error(outcome?.fault.message ?? 'the writer gave no outcome'));
+  });
+}

@@ -1,0 +1,174 @@
+import {
+  type ChangeKind,
+  type CreateResult,
+  type IdempotencyKey,
+  type Precondition,
+  preconditionHolds,
+  type User,
+  type UserInput,
+  type WriteResult,
+} from './store.ts';
+
+/**
+ * The rules of every write, written once for both stores. A write is a program of steps, each one
+ * statement that the dialect runs inside its transaction: SQLite runs a program synchronously on
+ * its writer's connection, PostgreSQL awaits each step on the batch's connection. The rules (look
+ * the record up, check the precondition, prune and check the idempotency key, then change) live
+ * here; the dialects hold only SQL.
+ */
+
+/** What each step is given. */
+interface StepArgs {
+  /** The record, locked until the transaction ends. */
+  lock: { id: number };
+  /** The record, read without a lock (for a replay). */
+  get: { id: number };
+  insert: { input: UserInput };
+  /** Sets all three fields, raises the record's version and its updatedAt. */
+  update: { id: number; input: UserInput };
+  delete: { id: number };
+  /** A remembered key younger than IDEMPOTENCY_KEY_TTL_MS. */
+  findKey: { key: string };
+  /** Deletes every key older than IDEMPOTENCY_KEY_TTL_MS (by the database's clock, as findKey). */
+  pruneKeys: object;
+  /** Deletes the key if it has expired, so a reused expired key can be stored again. */
+  dropExpiredKey: { key: string };
+  rememberKey: { key: string; fingerprint: string; userId: number };
+}
+
+/** A remembered key: the fingerprint of the input it came with and the record it created. */
+export interface KeyRow {
+  fingerprint: string;
+  userId: number;
+}
+
+/** What each step answers. */
+export interface StepResults {
+  lock: User | undefined;
+  get: User | undefined;
+  insert: User;
+  update: User;
+  delete: undefined;
+  findKey: KeyRow | undefined;
+  pruneKeys: undefined;
+  dropExpiredKey: undefined;
+  rememberKey: undefined;
+}
+
+export type StepName = keyof StepArgs;
+export type Step = { [K in StepName]: { op: K } & StepArgs[K] }[StepName];
+
+/** What a program ends with: its answer, and the change it made, if any. */
+export interface Outcome<T> {
+  value: T;
+  change?: { kind: ChangeKind; user: User };
+}
+
+export type Program<T> = Generator<Step, Outcome<T>, unknown>;
+
+/** Runs one step and hands back its typed result. */
+function* run<K extends StepName>(step: { op: K } & StepArgs[K]): Generator<Step, StepResults[K], unknown> {
+  return (yield step as Step) as StepResults[K];
+}
+
+/** A write as data: what the routes ask for, and what crosses to a writer thread. */
+export type WriteRequest =
+  | { kind: 'create'; input: UserInput }
+  | { kind: 'createOnce'; input: UserInput; key: IdempotencyKey }
+  | { kind: 'update'; id: number; changes: Partial<UserInput>; precondition?: Precondition }
+  | { kind: 'remove'; id: number; precondition?: Precondition };
+
+const NOT_FOUND = { ok: false, reason: 'not-found' } as const;
+const PRECONDITION_FAILED = { ok: false, reason: 'precondition-failed' } as const;
+
+/** Expired keys are deleted at most this often by each writer, in the write of a keyed create. */
+export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+
+function* create(input: UserInput): Program<User> {
+  const user = yield* run({ op: 'insert', input });
+  return { value: user, change: { kind: 'created', user } };
+}
+
+/** What a remembered key means for a request with this fingerprint; a read, so it runs anywhere. */
+export function* remembered(key: IdempotencyKey): Generator<Step, CreateResult | undefined, unknown> {
+  const row = yield* run({ op: 'findKey', key: key.key });
+  if (row === undefined) return undefined;
+  if (row.fingerprint !== key.fingerprint) return { ok: false, reason: 'key-reused' };
+  const user = yield* run({ op: 'get', id: row.userId });
+  return user === undefined ? { ok: false, reason: 'record-deleted' } : { ok: true, user, replayed: true };
+}
+
+function* createOnce(input: UserInput, key: IdempotencyKey, prune: boolean): Program<CreateResult> {
+  // Checked again inside the write: writes take turns, so a concurrent twin has either committed
+  // its key or is earlier in this very transaction, and is seen here.
+  const known = yield* remembered(key);
+  if (known !== undefined) return { value: known };
+  if (prune) yield* run({ op: 'pruneKeys' });
+  yield* run({ op: 'dropExpiredKey', key: key.key });
+  const user = yield* run({ op: 'insert', input });
+  yield* run({ op: 'rememberKey', key: key.key, fingerprint: key.fingerprint, userId: user.id });
+  return { value: { ok: true, user, replayed: false }, change: { kind: 'created', user } };
+}
+
+function* update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Program<WriteResult> {
+  const current = yield* run({ op: 'lock', id });
+  if (current === undefined) return { value: NOT_FOUND };
+  if (!preconditionHolds(precondition, current)) return { value: PRECONDITION_FAILED };
+  const input = {
+    name: changes.name ?? current.name,
+    age: changes.age ?? current.age,
+    city: changes.city ?? current.city,
+  };
+  const user = yield* run({ op: 'update', id, input });
+  return { value: { ok: true, user }, change: { kind: 'updated', user } };
+}
+
+function* remove(id: number, precondition?: Precondition): Program<WriteResult> {
+  const current = yield* run({ op: 'lock', id });
+  if (current === undefined) return { value: NOT_FOUND };
+  if (!preconditionHolds(precondition, current)) return { value: PRECONDITION_FAILED };
+  yield* run({ op: 'delete', id });
+  return { value: { ok: true, user: current }, change: { kind: 'deleted', user: current } };
+}
+
+/**
+ * Turns write requests into programs. One per writer: it remembers when this writer last deleted
+ * expired idempotency keys, so that happens at most once per PRUNE_INTERVAL_MS.
+ */
+export class WriteRules {
+  #prunedAt = 0;
+
+  program(request: WriteRequest): Program<unknown> {
+    switch (request.kind) {
+      case 'create':
+        return create(request.input);
+      case 'createOnce': {
+        const now = Date.now();
+        const prune = now - this.#prunedAt >= PRUNE_INTERVAL_MS;
+        if (prune) this.#prunedAt = now;
+        return createOnce(request.input, request.key, prune);
+      }
+      case 'update':
+        return update(request.id, request.changes, request.precondition);
+      case 'remove':
+        return remove(request.id, request.precondition);
+    }
+  }
+}
+
+/** Runs a program whose steps answer at once (SQLite). */
+export function runNow<T>(program: Generator<Step, T, unknown>, exec: (step: Step) => unknown): T {
+  let next = program.next();
+  while (next.done !== true) next = program.next(exec(next.value));
+  return next.value;
+}
+
+/** Runs a program whose steps are awaited (PostgreSQL). */
+export async function runAwaiting<T>(
+  program: Generator<Step, T, unknown>,
+  exec: (step: Step) => Promise<unknown>,
+): Promise<T> {
+  let next = program.next();
+  while (next.done !== true) next = program.next(await exec(next.value));
+  return next.value;
+}

@@ -1,0 +1,56 @@
+import { createHash } from 'node:crypto';
+import { setImmediate } from 'node:timers/promises';
+import type { ListFilter, User, UserStore } from '../store/store.ts';
+import { recordJson } from './present.ts';
+import type { FieldName } from './schemas.ts';
+
+/** Records read from the database at a time by a listing that streams. */
+export const PAGE_SIZE = 1000;
+export const HEAD = Buffer.from('{"data":[');
+export const TAIL = Buffer.from(']}');
+
+/**
+ * The records a filter selects, in id order, a page at a time (keyset, so the last page costs what
+ * the first does). Between pages the event loop gets a turn: SQLite reads are synchronous, and one
+ * large listing would otherwise hold every other request (and the overload check) until done.
+ */
+export async function* pages(store: UserStore, filter: Omit<ListFilter, 'limit'>): AsyncGenerator<User[]> {
+  let afterId = filter.afterId ?? 0;
+  for (;;) {
+    const page = await store.list({ ...filter, afterId, limit: PAGE_SIZE });
+    if (page.length > 0) yield page;
+    if (page.length < PAGE_SIZE) return;
+    afterId = (page.at(-1) as User).id;
+    await setImmediate();
+  }
+}
+
+/**
+ * A listing without `limit` as the bytes of its answer, streamed page by page: memory stays bounded
+ * whatever the number of records, and the first bytes leave after one page.
+ */
+export async function* listingBytes(
+  store: UserStore,
+  filter: Omit<ListFilter, 'limit'>,
+  fields: readonly FieldName[],
+): AsyncGenerator<Buffer> {
+  yield HEAD;
+  let first = true;
+  for await (const page of pages(store, filter)) {
+    let text = first ? '' : ',';
+    for (let i = 0; i < page.length; i++) text += (i === 0 ? '' : ',') + recordJson(page[i] as User, fields);
+    first = false;
+    yield Buffer.from(text);
+  }
+  yield TAIL;
+}
+
+/**
+ * The ETag of a streamed listing: weak, since pages are read one after another and a write between
+ * them may show in the body; the change version it started from and the query it answers. A
+ * revalidation after any write fetches it again.
+ */
+export function streamedEtag(version: number, url: string): string {
+  const query = url.slice(url.indexOf('?') + 1);
+  return `W/"v${version}-${createHash('sha1').update(query).digest('base64url').slice(0, 12)}"`;
+}
