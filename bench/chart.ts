@@ -3,7 +3,8 @@ import type { SystemId } from './systems.ts';
 import { short } from './targets.ts';
 import type { WorkloadName } from './workloads.ts';
 
-const COLORS: Record<SystemId, string> = {
+/** The systems drawn (the price list's servers and the token row are in the tables only). */
+const COLORS: Partial<Record<SystemId, string>> = {
   'ceiling-a': '#7f7f7f',
   'ceiling-b': '#17becf',
   naive: '#ff7f0e',
@@ -34,7 +35,7 @@ export function throughputChart(results: BenchResults): string {
   const x = (records: number) => PAD.left + ((Math.log10(records) - 3) / 3) * (W - PAD.left - PAD.right);
   const y = (rate: number) =>
     H - PAD.bottom - ((Math.log10(Math.max(rate, 10 ** low)) - low) / (high - low)) * (H - PAD.top - PAD.bottom);
-  const systems = Object.keys(results.meta.labels) as SystemId[];
+  const systems = (Object.keys(results.meta.labels) as SystemId[]).filter((system) => COLORS[system] !== undefined);
   const parts: string[] = [];
 
   PANELS.forEach((panel, index) => {

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { get } from 'node:http';
 import { createInterface } from 'node:readline';
 
@@ -9,6 +10,11 @@ export interface Launch {
   cwd: string;
   /** A GET path that answers 200 once the system can serve. */
   readyPath: string;
+  /**
+   * Where its output goes: a file, as a service's log usually does (the bench then spends nothing
+   * reading it); otherwise pipes this process drains.
+   */
+  logFile?: string;
 }
 
 export interface ChildServer {
@@ -32,6 +38,22 @@ export function killStarted(): void {
 
 export { freePort } from '../test/helpers/free-port.ts';
 
+/** The last lines of a log file (read from its last 16 KiB only: a busy service's log is large). */
+function tail(file: string): string[] {
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, 'r');
+    const size = fstatSync(fd).size;
+    const buffer = Buffer.alloc(Math.min(size, 16_384));
+    readSync(fd, buffer, 0, buffer.length, size - buffer.length);
+    return buffer.toString('latin1').split('\n').slice(-40);
+  } catch {
+    return [];
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 /** One GET, resolving with its status (0 when the connection fails), bounded by `timeoutMs`. */
 export function probe(url: string, timeoutMs = 1000): Promise<number> {
   return new Promise((resolve) => {
@@ -50,18 +72,22 @@ export async function startChild(launch: Launch, port: number, prefix: string[] 
   const lines: string[] = [];
   const t0 = performance.now();
   // taskset execs the command, so the PID is the server's own.
+  const output = launch.logFile === undefined ? 'pipe' : openSync(launch.logFile, 'a');
   const child = spawn(argv[0] as string, argv.slice(1), {
     cwd: launch.cwd,
     env: { ...process.env, ...launch.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', output, output],
   });
+  if (typeof output === 'number') closeSync(output);
   started.add(child);
   const keep = (line: string) => {
     lines.push(line);
     if (lines.length > 40) lines.shift();
   };
   // Both pipes are always drained, or a chatty server would block on a full pipe.
-  for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', keep);
+  for (const stream of [child.stdout, child.stderr])
+    if (stream !== null) createInterface({ input: stream }).on('line', keep);
+  const lastLines = () => (launch.logFile === undefined ? [...lines] : tail(launch.logFile));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.once('error', (error) => keep(`spawn error: ${error.message}`));
 
@@ -88,7 +114,7 @@ export async function startChild(launch: Launch, port: number, prefix: string[] 
   if (startupMs === undefined || child.pid === undefined) {
     await stop();
     const why = child.exitCode !== null ? `exited with code ${child.exitCode}` : `not ready within ${timeoutMs} ms`;
-    throw new Error(`${argv.join(' ')} ${why}:\n  ${lines.slice(-8).join('\n  ')}`);
+    throw new Error(`${argv.join(' ')} ${why}:\n  ${lastLines().slice(-8).join('\n  ')}`);
   }
-  return { pid: child.pid, url, startupMs, logs: () => [...lines], stop } satisfies ChildServer;
+  return { pid: child.pid, url, startupMs, logs: lastLines, stop } satisfies ChildServer;
 }

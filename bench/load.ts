@@ -5,6 +5,8 @@ export interface LoadOptions {
   url: string;
   /** Each connection's own request list (so random lists differ between connections). */
   requests: () => Request[];
+  /** Headers every request carries (a bearer token, say). */
+  headers?: Record<string, string>;
   connections: number;
   /** Run but not measured, so connections, JIT and caches settle first. */
   warmupMs: number;
@@ -122,6 +124,7 @@ export function runLoad(options: LoadOptions): Promise<LoadResult> {
       {
         url: options.url,
         connections: options.connections,
+        ...(options.headers === undefined ? {} : { headers: options.headers }),
         setupClient: (client) => client.setRequests(options.requests()),
         // The run is stopped by the timers below; this is only a backstop.
         duration: (options.warmupMs + options.maxDurationMs) / 1000 + 30,

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { throughputChart } from './chart.ts';
-import { legend, resultsTable, targetLines } from './report.ts';
+import { legend, priceListTable, resultsTable, targetLines } from './report.ts';
 import type { BenchResults } from './results.ts';
 import { toMarkdown, toText } from './table-format.ts';
 
@@ -12,6 +12,9 @@ export function printable(results: BenchResults): string {
   return [
     toText(resultsTable(results)),
     '',
+    'Price list (read one record, the layers added one at a time):',
+    toText(priceListTable(results)),
+    '',
     ...legend(results),
     '',
     `Targets (${passed} pass, ${failed} fail, ${results.targets.length - passed - failed} not measured):`,
@@ -20,16 +23,22 @@ export function printable(results: BenchResults): string {
   ].join('\n');
 }
 
-/** Writes latest.json, latest.md and throughput.svg into `dir`; returns their paths. */
-export function writeResults(results: BenchResults, dir: string): string[] {
+/** Writes <name>.json, <name>.md and <name>.svg (the chart) into `dir`; returns their paths. */
+export function writeResults(results: BenchResults, dir: string, name: string): string[] {
   mkdirSync(dir, { recursive: true });
   const m = results.meta;
   const markdown = [
     `# user-records benchmark (${m.mode})`,
     '',
-    `${m.date}, Node ${m.node}, ${m.cpus} CPUs, ${Math.round(m.totalSeconds)} s in all.`,
+    `${m.date}, Node ${m.node}, ${m.cpus} CPUs, ${Math.round(m.totalSeconds)} s in all; commit ${m.commit}${m.clean ? '' : ' with uncommitted changes'}.`,
     '',
     toMarkdown(resultsTable(results)),
+    '',
+    '## Price list',
+    '',
+    'Reading one record (`GET /users/:id`), the layers of the request path added one at a time:',
+    '',
+    toMarkdown(priceListTable(results)),
     '',
     ...legend(results).map((line) => `- ${line}`),
     '',
@@ -38,13 +47,13 @@ export function writeResults(results: BenchResults, dir: string): string[] {
     ...targetLines(results).map((line) => `- ${line}`),
     ...(results.skipped.length > 0 ? ['', '## Skipped', '', ...results.skipped.map((line) => `- ${line}`)] : []),
     '',
-    '![throughput against records stored](throughput.svg)',
+    `![throughput against records stored](${name === 'latest' ? 'throughput' : name}.svg)`,
     '',
   ].join('\n');
   const files = {
-    'latest.json': `${JSON.stringify(results, null, 2)}\n`,
-    'latest.md': markdown,
-    'throughput.svg': throughputChart(results),
+    [`${name}.json`]: `${JSON.stringify(results, null, 2)}\n`,
+    [`${name}.md`]: markdown,
+    [`${name === 'latest' ? 'throughput' : name}.svg`]: throughputChart(results),
   };
   return Object.entries(files).map(([name, text]) => {
     writeFileSync(join(dir, name), text);

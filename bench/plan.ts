@@ -1,4 +1,4 @@
-import type { SystemId } from './systems.ts';
+import { LAYER_COUNT, type SystemId } from './systems.ts';
 import type { WorkloadName } from './workloads.ts';
 
 /** What to do with one system at one record count; workloads run in this order (writes last). */
@@ -29,6 +29,12 @@ const SERVICE: SystemId[] = ['sqlite', 'postgres'];
 const forService = (workloads: WorkloadName[], fullListing = false): StageStep[] =>
   SERVICE.map((system) => ({ system, workloads, fullListing }));
 
+/** The price list: the service with its layers added one at a time, each reading one record. */
+const PRICE_LIST: StageStep[] = Array.from({ length: LAYER_COUNT }, (_, i) => ({
+  system: `layer-${i + 1}` as SystemId,
+  workloads: ['read'],
+}));
+
 /**
  * The full plan: every system at 1k; the record-dependent ones at 10k and 100k; the service, the
  * naive baseline and ceiling B at 1M. json-server stops at 100k for reads and 10k for creates,
@@ -38,11 +44,14 @@ const FULL: Stage[] = [
   {
     records: 1_000,
     steps: [
-      { system: 'ceiling-a', workloads: EVERYTHING },
+      { system: 'ceiling-a', workloads: [...EVERYTHING, 'healthz'] },
       { system: 'ceiling-b', workloads: ['list'] },
       { system: 'naive', workloads: EVERYTHING },
       { system: 'json-server', workloads: EVERYTHING },
-      ...forService(EVERYTHING),
+      { system: 'sqlite', workloads: [...EVERYTHING, 'healthz'] },
+      { system: 'postgres', workloads: EVERYTHING },
+      { system: 'sqlite-tokens', workloads: ['read', 'mix', 'create'] },
+      ...PRICE_LIST,
     ],
   },
   {
@@ -78,9 +87,12 @@ const QUICK: Stage[] = [
   {
     records: 1_000,
     steps: [
-      { system: 'ceiling-a', workloads: ['read', 'create'] },
+      { system: 'ceiling-a', workloads: ['read', 'mix', 'create', 'healthz'] },
       { system: 'naive', workloads: ['create'] },
-      ...forService(['read', 'create']),
+      { system: 'sqlite', workloads: ['read', 'mix', 'create', 'healthz'] },
+      { system: 'postgres', workloads: ['read', 'mix', 'create'] },
+      { system: 'sqlite-tokens', workloads: ['read', 'create'] },
+      ...PRICE_LIST,
     ],
   },
   {

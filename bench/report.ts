@@ -72,9 +72,55 @@ export function resultsTable(results: BenchResults): Table {
   const stages = [...results.stages].sort(
     (a, b) => a.records - b.records || order.indexOf(a.system) - order.indexOf(b.system),
   );
-  for (const stage of stages)
+  for (const stage of stages.filter((row) => !isLayer(row.system)))
     rows.push(...stageRows(results, stage, results.meta.labels[stage.system] ?? stage.system));
   return { header, right: [false, true, false, true, true, true, true, true, true, true, true, true, false], rows };
+}
+
+const isLayer = (system: string) => system.startsWith('layer-');
+
+/** CPU time of the server per request, in µs, when measured. */
+export function cpuPerRequest(run: RunRecord): number | undefined {
+  return run.serverCpu === undefined || run.requestsPerSecond === 0
+    ? undefined
+    : (run.serverCpu * 1e6) / run.requestsPerSecond;
+}
+
+/**
+ * The price list: reading one record (GET /users/:id) with the service's layers added one at a
+ * time, each row one layer more, as requests/s and as server CPU per request; what each layer adds
+ * is the difference to the row above. Ceiling A (a bare Fastify route) stands above them.
+ */
+export function priceListTable(results: BenchResults): Table {
+  const header = ['layers', 'req/s', 'CPU µs/request', 'layer adds µs', '× ceiling A'];
+  const rows: string[][] = [];
+  const ceiling = findRun(results.runs, 'ceiling-a', 'read', 1_000);
+  const layers = results.runs.filter((run) => isLayer(run.system) && run.workload === 'read');
+  layers.sort((a, b) => Number(a.system.slice(6)) - Number(b.system.slice(6)));
+  if (ceiling !== undefined) {
+    rows.push([
+      'ceiling A (bare Fastify route, no app)',
+      fmt(ceiling.requestsPerSecond),
+      fmt(cpuPerRequest(ceiling), 1),
+      '',
+      '1.00×',
+    ]);
+  }
+  let previous: number | undefined;
+  for (const run of layers) {
+    const cpu = cpuPerRequest(run);
+    const added =
+      cpu === undefined || previous === undefined ? '' : `${cpu >= previous ? '+' : ''}${fmt(cpu - previous, 1)}`;
+    previous = cpu;
+    rows.push([
+      results.meta.labels[run.system]?.replace(/^price list: /, '') ?? run.system,
+      fmt(run.requestsPerSecond),
+      fmt(cpu, 1),
+      added,
+      ratio(run, ceiling) || '',
+    ]);
+  }
+  return { header, right: [false, true, true, true, true], rows };
 }
 
 /** One line per target: what it asks, what was measured, PASS or FAIL. */

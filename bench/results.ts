@@ -39,6 +39,9 @@ export interface TargetResult {
 export interface BenchResults {
   meta: {
     date: string;
+    /** The commit measured (`git rev-parse HEAD`), and whether the tree held no uncommitted change. */
+    commit: string;
+    clean: boolean;
     mode: 'quick' | 'full';
     node: string;
     cpus: number;

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -5,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { killStarted } from './child-server.ts';
 import { pinCpus } from './cpu-pinning.ts';
 import { printable, writeResults } from './output.ts';
+import { writeReadme } from './readme-section.ts';
 import { plan } from './plan.ts';
 import { type PostgresCluster, startPostgres } from './postgres.ts';
 import type { BenchResults, RunRecord, StageRecord } from './results.ts';
@@ -57,10 +59,23 @@ async function postgresUrl(skipped: string[]): Promise<string | undefined> {
   return started.url;
 }
 
+/** The commit the bench measures and whether the tree is clean; figures of a dirty tree say so. */
+function gitState(): { commit: string; clean: boolean } {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
+  try {
+    return { commit: git('rev-parse', 'HEAD'), clean: git('status', '--porcelain') === '' };
+  } catch {
+    return { commit: 'unknown', clean: false };
+  }
+}
+
 async function main(): Promise<void> {
   const began = performance.now();
+  const { commit, clean } = gitState();
   const skipped: string[] = [];
-  log(`user-records bench (${quick ? 'quick' : 'full'}): temp data in ${workDir}`);
+  log(
+    `user-records bench (${quick ? 'quick' : 'full'}) of ${commit.slice(0, 7)}${clean ? '' : ' with uncommitted changes'}: temp data in ${workDir}`,
+  );
   // The cluster starts before this process is pinned, so PostgreSQL's own processes are not confined to one CPU.
   const service = buildService(ROOT, workDir);
   log(service.note);
@@ -91,6 +106,8 @@ async function main(): Promise<void> {
   const results: BenchResults = {
     meta: {
       date: new Date().toISOString(),
+      commit,
+      clean,
       mode: quick ? 'quick' : 'full',
       node: process.version,
       cpus: cpus().length, // the machine's, not this pinned process's
@@ -105,7 +122,12 @@ async function main(): Promise<void> {
     skipped,
     targets: evaluateTargets(runs, stageRecords),
   };
-  const files = writeResults(results, join(ROOT, 'bench/results'));
+  // Only a full run is the record: it rewrites the results and the README's figures.
+  const files = writeResults(results, join(ROOT, 'bench/results'), quick ? 'quick' : 'latest');
+  if (!quick) {
+    writeReadme(join(ROOT, 'README.md'), results);
+    files.push(join(ROOT, 'README.md'));
+  }
   log(`\n${printable(results)}\n`);
   log(
     `written: ${files.map((file) => file.slice(ROOT.length)).join(', ')} (${Math.round(results.meta.totalSeconds)} s)`,

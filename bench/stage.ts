@@ -20,9 +20,9 @@ export interface StageContext {
 }
 
 /** One GET read whole, abandoned after 60 s. */
-function fetchBody(url: string): Promise<Buffer> {
+function fetchBody(url: string, headers: Record<string, string> = {}): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const request = get(url, { agent: false, timeout: 60_000 }, (response) => {
+    const request = get(url, { agent: false, timeout: 60_000, headers }, (response) => {
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
       response.once('end', () => resolve(Buffer.concat(chunks)));
@@ -68,7 +68,7 @@ export async function runStage(
     context.log(`  started in ${fmt(server.startupMs)} ms, RSS at rest ${fmt(stage.rssAtRestMB ?? Number.NaN)} MB`);
 
     if (spec.contractListing && records <= 10_000) {
-      const body = await fetchBody(`${server.url}/users`);
+      const body = await fetchBody(`${server.url}/users`, spec.headers);
       if (!body.equals(listingBody(records))) stage.problems.push(`GET /users differs from the seeded records`);
     }
     if (step.fullListing === true) {
@@ -88,11 +88,12 @@ export async function runStage(
       // Slow answers still being computed from the previous run would otherwise eat into this one.
       await waitIdle(server.pid);
       // A listing is measured warm: one request first builds whatever a system keeps between requests.
-      if (workload === 'list') await fetchBody(`${server.url}/users`);
+      if (workload === 'list') await fetchBody(`${server.url}/users`, spec.headers);
       const result = await measure(() =>
         runLoad({
           url: server.url,
           requests: () => workloadRequests(workload, records, spec.createStyle),
+          headers: spec.headers,
           ...context.timing,
           pid: server.pid,
           helperPids: spec.helperPids,

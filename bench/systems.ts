@@ -1,11 +1,15 @@
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Launch } from './child-server.ts';
+import { LAYERS } from './layers.ts';
 import { postgresPids, seedPostgres } from './postgres.ts';
 import { seedJsonServer, seedSqlite } from './seed-files.ts';
 import type { ServiceEntry } from './service-build.ts';
 import type { CreateStyle } from './workloads.ts';
 
-export type SystemId = 'ceiling-a' | 'ceiling-b' | 'naive' | 'json-server' | 'sqlite' | 'postgres';
+export type LayerId = 'layer-1' | 'layer-2' | 'layer-3' | 'layer-4' | 'layer-5' | 'layer-6' | 'layer-7';
+export type SystemId =
+  'ceiling-a' | 'ceiling-b' | 'naive' | 'json-server' | 'sqlite' | 'sqlite-tokens' | 'postgres' | LayerId;
 
 export interface SystemSpec {
   id: SystemId;
@@ -15,6 +19,8 @@ export interface SystemSpec {
   contractListing: boolean;
   /** Processes outside the server that do its work (PostgreSQL), counted as its database CPU. */
   helperPids?: () => number[];
+  /** Headers every request carries (a bearer token). */
+  headers?: Record<string, string>;
   /** Seeds `records` records under `dir` and says how to start the system on `port`. */
   prepare(records: number, dir: string, port: number): Promise<Launch>;
 }
@@ -31,14 +37,31 @@ function nodeScript(root: string, args: string[], env: Record<string, string>, p
 const ts = (script: string) => ['--import', 'tsx', script];
 
 /**
- * The service, logging at warn (no line per request) as json-server runs with --quiet. All load
- * comes from one address at thousands of requests a second, so the per-client rate limit is off.
+ * The service as users run it: every default (security headers, metrics, overload shedding, the
+ * access log at info, written to a file) except the per-client rate limit, since all the load
+ * comes from one address at thousands of requests a second.
  */
-function userRecords(root: string, service: ServiceEntry, databaseUrl: string, port: number): Launch {
+function userRecords(
+  root: string,
+  args: string[],
+  databaseUrl: string,
+  port: number,
+  dir: string,
+  extra: Record<string, string> = {},
+): Launch {
   // One worker: every system gets one process, whose PID the CPU and memory figures read.
-  const env = { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WORKERS: '1', RATE_LIMIT: 'off' };
-  return nodeScript(root, service.args, env, port);
+  const env = { DATABASE_URL: databaseUrl, WORKERS: '1', RATE_LIMIT: 'off', ...extra };
+  return { ...nodeScript(root, args, env, port), logFile: join(dir, 'service.log') };
 }
+
+/** Random bearer tokens for the runs with API_TOKENS set (a fresh pair for each bench). */
+const READ_TOKEN = randomBytes(24).toString('hex');
+const WRITE_TOKEN = randomBytes(24).toString('hex');
+const TOKENS = { API_TOKENS: `read:${READ_TOKEN},write:${WRITE_TOKEN}` };
+const BEARER = { authorization: `Bearer ${WRITE_TOKEN}` };
+
+/** The price list's servers: the service with its first n layers on (bench/layered-server.ts). */
+export const LAYER_COUNT = LAYERS.length;
 
 /** Every system the bench knows; PostgreSQL only when a cluster URL is given. */
 export function systems(root: string, service: ServiceEntry, postgresUrl: string | undefined): SystemSpec[] {
@@ -88,9 +111,36 @@ export function systems(root: string, service: ServiceEntry, postgresUrl: string
       prepare: async (records, dir, port) => {
         const file = join(dir, 'users.db');
         await seedSqlite(file, records);
-        return userRecords(root, service, file, port);
+        return userRecords(root, service.args, file, port, dir);
       },
     },
+    {
+      id: 'sqlite-tokens',
+      label: 'user-records (SQLite, API_TOKENS)',
+      createStyle: 'query',
+      contractListing: true,
+      headers: BEARER,
+      prepare: async (records, dir, port) => {
+        const file = join(dir, 'users.db');
+        await seedSqlite(file, records);
+        return userRecords(root, service.args, file, port, dir, TOKENS);
+      },
+    },
+    ...Array.from({ length: LAYER_COUNT }, (_, i): SystemSpec => {
+      const layers = i + 1;
+      return {
+        id: `layer-${layers}` as LayerId,
+        label: `price list: ${LAYERS[i]}`,
+        createStyle: 'query',
+        contractListing: false,
+        headers: BEARER,
+        prepare: async (records, dir, port) => {
+          const file = join(dir, 'users.db');
+          await seedSqlite(file, records);
+          return userRecords(root, service.layeredArgs, file, port, dir, { ...TOKENS, LAYERS: String(layers) });
+        },
+      };
+    }),
   ];
   if (postgresUrl !== undefined) {
     list.push({
@@ -99,9 +149,9 @@ export function systems(root: string, service: ServiceEntry, postgresUrl: string
       createStyle: 'query',
       contractListing: true,
       helperPids: postgresPids(postgresUrl),
-      prepare: async (records, _dir, port) => {
+      prepare: async (records, dir, port) => {
         await seedPostgres(postgresUrl, records);
-        return userRecords(root, service, postgresUrl, port);
+        return userRecords(root, service.args, postgresUrl, port, dir);
       },
     });
   }

@@ -1,13 +1,14 @@
 import type { Request } from 'autocannon';
 import { CITIES } from './seed-data.ts';
 
-export type WorkloadName = 'create' | 'list' | 'read' | 'mix';
+export type WorkloadName = 'create' | 'list' | 'read' | 'mix' | 'healthz';
 
 export const WORKLOAD_LABELS: Record<WorkloadName, string> = {
   create: 'create',
   list: 'list all',
   read: 'read one',
   mix: '90/10 read/write',
+  healthz: 'GET /healthz',
 };
 
 /** How a system takes a create: the contract's query string, or json-server's JSON body. */
@@ -51,6 +52,8 @@ export function workloadRequests(workload: WorkloadName, records: number, style:
   switch (workload) {
     case 'list':
       return [{ method: 'GET', path: '/users' }];
+    case 'healthz':
+      return [{ method: 'GET', path: '/healthz' }];
     case 'create':
       return [{ setupRequest: (request) => createRequest(style, request) }];
     case 'read':

@@ -9,7 +9,7 @@ import { earlyRefusals, registerErrorHandlers } from './http/errors.ts';
 import { registerGate } from './http/gate.ts';
 import { allowedHosts } from './http/hosts.ts';
 import { BODY_LIMIT } from './http/limits.ts';
-import { logAnswer, loggerOptions, requestId } from './http/logging.ts';
+import { accessLog, lazyRequestLogger, loggerOptions, requestId } from './http/logging.ts';
 import { registerAllMethods } from './http/methods.ts';
 import { OverloadMonitor } from './http/overload.ts';
 import { parseParams } from './http/query-string.ts';
@@ -25,6 +25,12 @@ import { RULES } from './users/schemas.ts';
 
 export interface AppDeps {
   store: UserStore;
+  /**
+   * Layers to leave out, for the bench's price list only (bench/layered-server.ts), which adds
+   * them back one at a time to show what each costs. The service always runs with every layer;
+   * the others (access log, limits, authentication) are switched by their settings.
+   */
+  without?: { securityHeaders?: true; metrics?: true };
 }
 
 /** The settings the app itself uses (the rest are the server's: port, database, workers). */
@@ -49,9 +55,13 @@ export type AppConfig = Pick<
 export async function buildApp(config: AppConfig, deps: AppDeps): Promise<FastifyInstance> {
   const limiter = config.rateLimit === null ? undefined : new RateLimiter(config.rateLimit);
   const early = earlyRefusals(limiter);
+  const output = logOutput(config.logLevel, config.logBufferMb);
+  const knownNames = new Set(Object.keys(RULES));
+  const logAnswer = accessLog(output, config.logLevel, knownNames);
   const app = Fastify({
-    logger: loggerOptions(config.logLevel, logOutput(config.logLevel, config.logBufferMb), new Set(Object.keys(RULES))),
+    logger: loggerOptions(config.logLevel, output, knownNames),
     genReqId: requestId,
+    childLoggerFactory: lazyRequestLogger,
     // Behind a proxy, the rate limit and the logs need the client's address, not the proxy's.
     ...(config.trustedProxies.length > 0 ? { trustProxy: config.trustedProxies.join(',') } : {}),
     requestIdHeader: false,
@@ -84,16 +94,14 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   // Node's default drops such a request unless its answer happens to be ready in the same tick.
   (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   app.server.on('checkExpectation', early.refuseExpectation);
-  // "Expect: 100-continue" is answered 100 only once the gate has let the request through, so a
+  // "Expect: 100-continue" is answered 100 by the gate once it lets the request through, so a
   // client sends no body to a request that is refused anyway (a 401, say).
   app.server.on('checkContinue', (request, response) => app.server.emit('request', request, response));
-  app.addHook('preParsing', (request, reply, payload, done) => {
-    if (request.headers.expect?.toLowerCase() === '100-continue') reply.raw.writeContinue();
-    done(null, payload);
-  });
 
   const metrics = registerMetrics(app, deps.store);
+  const withMetrics = deps.without?.metrics !== true;
   await registerGate(app, {
+    securityHeaders: deps.without?.securityHeaders !== true,
     limiter,
     guesses: config.rateLimit === null ? undefined : new RateLimiter(config.rateLimit),
     overload: new OverloadMonitor(config.overloadLagMs),
@@ -105,7 +113,7 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   // One hook for what follows every answer: the access-log line and the request metrics.
   app.addHook('onResponse', (request, reply, done) => {
     logAnswer(request, reply);
-    metrics.answered(request, reply);
+    if (withMetrics) metrics.answered(request, reply);
     done();
   });
   app.addHook('onRequestAbort', (request, done) => {
@@ -116,7 +124,8 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   registerConditionalGet(app);
 
   await registerDocs(app);
-  registerHealthRoutes(app, metrics.store);
-  registerUserRoutes(app, metrics.store, config.listingCacheMb * 1024 * 1024);
+  const store = withMetrics ? metrics.store : deps.store;
+  registerHealthRoutes(app, store);
+  registerUserRoutes(app, store, config.listingCacheMb * 1024 * 1024);
   return app;
 }

@@ -648,7 +648,11 @@ async function addFutureMigration(url: string): Promise<void> {
   await client.end();
 }
 
-/** Runs SQL on the database a URL names with its own client, outside any store. */
+/**
+ * Runs SQL on the database a URL names with its own client, outside any store. An SQLite store
+ * reads one snapshot per turn of the event loop, so this returns in the next turn, as a change by
+ * another process would arrive.
+ */
 async function runSql(url: string, sql: { sqlite: string; postgres: string }): Promise<void> {
   if (!url.startsWith('postgres')) {
     const db = new Database(url);
@@ -657,6 +661,7 @@ async function runSql(url: string, sql: { sqlite: string; postgres: string }): P
     } finally {
       db.close();
     }
+    await new Promise((resolve) => setImmediate(resolve));
     return;
   }
   const client = new pg.Client({ connectionString: url });

@@ -11,3 +11,6 @@ app.get('/users/:id', answer);
 app.get('/healthz', async () => ({ status: 'ok' }));
 
 await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' });
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => void app.close().finally(() => process.exit(0)));
+}

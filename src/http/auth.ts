@@ -29,12 +29,18 @@ export function authenticator(
 ): (method: string, authorization?: string) => AuthFailure | undefined {
   const known = tokens.map(({ scope, token }) => ({ scope, digest: digest(token) }));
 
+  // A token found valid is remembered, so the next requests with it skip the hashing. Only valid
+  // tokens are kept (at most as many as are configured); a wrong one is always compared in full.
+  const valid = new Map<string, Scope>();
   const scopeOf = (presented: string): Scope | undefined => {
+    const remembered = valid.get(presented);
+    if (remembered !== undefined) return remembered;
     const candidate = digest(presented);
     let scope: Scope | undefined;
     for (const entry of known) {
       if (timingSafeEqual(candidate, entry.digest) && scope !== 'write') scope = entry.scope;
     }
+    if (scope !== undefined) valid.set(presented, scope);
     return scope;
   };
 

@@ -31,8 +31,20 @@ function ifNoneMatchHolds(header: string, etag: string): boolean {
   return !tags.some((tag) => tag.opaque === opaque);
 }
 
+/** Short bodies answered again and again (health, a small page) keep their hash. */
+const SMALL = 256;
+const recent = new Map<string, string>();
+
 function bodyEtag(payload: string | Buffer): string {
-  return `"${createHash('sha1').update(payload).digest('base64url')}"`;
+  const small = typeof payload === 'string' && payload.length <= SMALL;
+  const known = small ? recent.get(payload) : undefined;
+  if (known !== undefined) return known;
+  const etag = `"${createHash('sha1').update(payload).digest('base64url')}"`;
+  if (small) {
+    if (recent.size >= 64) recent.clear();
+    recent.set(payload, etag);
+  }
+  return etag;
 }
 
 /**
@@ -40,13 +52,13 @@ function bodyEtag(payload: string | Buffer): string {
  * hash of the body. A matching If-None-Match turns the answer into a 304 with no body.
  */
 export function registerConditionalGet(app: FastifyInstance): void {
-  app.addHook('onSend', async (request, reply, payload) => {
-    if ((request.method !== 'GET' && request.method !== 'HEAD') || reply.statusCode !== 200) return payload;
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if ((request.method !== 'GET' && request.method !== 'HEAD') || reply.statusCode !== 200) return done(null, payload);
     const whole = typeof payload === 'string' || Buffer.isBuffer(payload);
     let etag = reply.getHeader('etag');
     if (typeof etag !== 'string') {
       // A streamed body cannot be hashed before it is sent; its route sets the ETag.
-      if (!whole) return payload;
+      if (!whole) return done(null, payload);
       etag = bodyEtag(payload);
       reply.header('etag', etag);
     }
@@ -56,8 +68,8 @@ export function registerConditionalGet(app: FastifyInstance): void {
       reply.code(304);
       reply.removeHeader('content-type');
       reply.removeHeader('content-length');
-      return '';
+      return done(null, '');
     }
-    return payload;
+    done(null, payload);
   });
 }

@@ -3,7 +3,7 @@ import type { AuthFailure } from './auth.ts';
 import { hostHeaderCount, hostName } from './hosts.ts';
 import { kib, URL_LIMIT } from './limits.ts';
 import type { OverloadMonitor } from './overload.ts';
-import { policyOf } from './policy.ts';
+import { decoratePolicy, policyOf } from './policy.ts';
 import { HttpError } from './problem.ts';
 import { invalidInput } from './validation.ts';
 import { paramErrors } from './query-string.ts';
@@ -11,6 +11,8 @@ import type { Budget, RateLimiter } from './rate-limit.ts';
 import { JSON_HEADERS, pageHeaders } from './security-headers.ts';
 
 export interface GateOptions {
+  /** Off only in the bench's price list, which measures what they cost. */
+  securityHeaders: boolean;
   /** The per-client budget; none when RATE_LIMIT is off. */
   limiter: RateLimiter | undefined;
   /** The per-client budget of failed authentications, on every route; none when RATE_LIMIT is off. */
@@ -51,7 +53,8 @@ function carry(request: FastifyRequest, reply: FastifyReply, csp: string | undef
  * Routes declare what they need (policy.ts): public, not shed, not rate limited.
  */
 export async function registerGate(app: FastifyInstance, options: GateOptions): Promise<void> {
-  const { limiter, guesses, overload, hosts, crossSiteWrite, authenticate } = options;
+  decoratePolicy(app);
+  const { limiter, guesses, overload, hosts, crossSiteWrite, authenticate, securityHeaders } = options;
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
@@ -63,18 +66,15 @@ export async function registerGate(app: FastifyInstance, options: GateOptions): 
     guesses?.close();
   });
 
-  app.addHook('onRequest', (request, reply, done) => {
+  /** Tiers 1 and 2: what every answer carries, and what refuses a request before it costs anything. */
+  function carryAndRefuse(request: FastifyRequest, reply: FastifyReply): HttpError | undefined {
     const policy = policyOf(request);
-    carry(request, reply, policy.pageCsp);
+    if (securityHeaders) carry(request, reply, policy.pageCsp);
     let budget: Budget | undefined;
     if (limiter !== undefined && policy.rateLimited) {
       budget = limiter.hit(request.ip);
-      reply.headers(limiter.headers(budget));
+      limiter.setHeaders(reply, budget);
     }
-    done(refuseEarly(request, policy.shed, budget));
-  });
-
-  function refuseEarly(request: FastifyRequest, shed: boolean, budget: Budget | undefined): HttpError | undefined {
     if (closing) {
       return new HttpError('unavailable', 'The service is shutting down; retry on another instance.', {
         headers: { 'retry-after': '1', connection: 'close' },
@@ -93,7 +93,7 @@ export async function registerGate(app: FastifyInstance, options: GateOptions): 
     if ((request.raw.url?.length ?? 0) > URL_LIMIT) {
       return new HttpError('uri-too-long', `The URL is longer than the service reads (${kib(URL_LIMIT)}).`);
     }
-    const lag = shed ? overload.lag() : undefined;
+    const lag = policy.shed ? overload.lag() : undefined;
     if (lag !== undefined) {
       return new HttpError(
         'overloaded',
@@ -107,36 +107,48 @@ export async function registerGate(app: FastifyInstance, options: GateOptions): 
     return undefined;
   }
 
-  await options.cors?.(app);
-
-  app.addHook('onRequest', (request, _reply, done) => {
+  /** Tiers 3 and 4: who is asking, then the query string's own faults. */
+  function identify(request: FastifyRequest, reply: FastifyReply): HttpError | undefined {
     const policy = policyOf(request);
     const origin = crossSiteWrite(request.method, request.headers);
     if (origin !== undefined) {
-      return done(
-        new HttpError(
-          'cross-origin-write',
-          'Changes sent from another site’s page are refused; the service lists the sites it trusts in CORS_ORIGINS.',
-        ),
+      return new HttpError(
+        'cross-origin-write',
+        'Changes sent from another site’s page are refused; the service lists the sites it trusts in CORS_ORIGINS.',
       );
     }
     if (authenticate !== undefined && !policy.public) {
       // A client that guessed wrong more than its budget allows is refused on every route that
       // needs a token, those outside the request budget (/metrics) included.
       const guessing = guesses?.exhausted(request.ip);
-      if (guesses !== undefined && guessing !== undefined) return done(rateLimited(guesses, guessing.resetAt));
+      if (guesses !== undefined && guessing !== undefined) return rateLimited(guesses, guessing.resetAt);
       const failure = authenticate(request.method, request.headers.authorization);
       if (failure !== undefined) {
         if (failure.guessed) {
           guesses?.hit(request.ip);
-          request.log.warn({ remoteAddress: request.ip, route: request.routeOptions.url }, 'authentication failed');
+          request.log.warn({ remoteAddress: request.ip, route: policy.route }, 'authentication failed');
         }
-        return done(failure.error);
+        return failure.error;
       }
     }
-    const early = request.routeOptions.schema?.querystring === undefined ? paramErrors(request.query) : [];
-    done(early.length > 0 ? invalidInput(early) : undefined);
-  });
+    const early = policy.querySchema ? [] : paramErrors(request.query);
+    if (early.length > 0) return invalidInput(early);
+    // "Expect: 100-continue" is answered only now: a client sends no body to a request refused anyway.
+    const expect = request.headers.expect;
+    if (expect !== undefined && expect.toLowerCase() === '100-continue') reply.raw.writeContinue();
+    return undefined;
+  }
+
+  if (options.cors === undefined) {
+    app.addHook('onRequest', (request, reply, done) =>
+      done(carryAndRefuse(request, reply) ?? identify(request, reply)),
+    );
+  } else {
+    // CORS preflights are answered between the tiers: browsers send them without a token.
+    app.addHook('onRequest', (request, reply, done) => done(carryAndRefuse(request, reply)));
+    await options.cors(app);
+    app.addHook('onRequest', (request, reply, done) => done(identify(request, reply)));
+  }
 }
 
 function rateLimited(limiter: RateLimiter, resetAt: number): HttpError {

@@ -24,26 +24,53 @@ export interface PolicyConfig {
 
 const DEFAULT: Readonly<Required<Omit<RoutePolicy, 'pageCsp'>>> = { public: false, shed: true, rateLimited: true };
 
+/** A route's policy with what the request path needs to know of the route, resolved once per route. */
 export interface ResolvedPolicy {
   public: boolean;
   shed: boolean;
   rateLimited: boolean;
   pageCsp: string | undefined;
+  /** The route pattern (`/users/:id`), or undefined when no route matched. */
+  route: string | undefined;
+  /** Whether the route checks its query with a schema (which then reports the query's own faults). */
+  querySchema: boolean;
 }
 
 const cache = new WeakMap<object, ResolvedPolicy>();
-const UNMATCHED: ResolvedPolicy = { ...DEFAULT, pageCsp: undefined };
+const UNMATCHED: ResolvedPolicy = { ...DEFAULT, pageCsp: undefined, route: undefined, querySchema: false };
 
-/** The policy of the route a request matched (defaults for none), resolved once per route. */
+/**
+ * The policy of the route a request matched (defaults for none), resolved once per route and kept
+ * on the request: Fastify builds `request.routeOptions` anew at each access, so it is read once.
+ */
 export function policyOf(request: FastifyRequest): ResolvedPolicy {
-  const config = request.routeOptions.config as PolicyConfig | undefined;
-  if (config === undefined) return UNMATCHED;
-  let resolved = cache.get(config);
-  if (resolved === undefined) {
-    resolved = { ...DEFAULT, pageCsp: undefined, ...config.policy };
+  if (request.policy) return request.policy;
+  // A request refused before routing (an undecodable URL) has no route to read.
+  let options: FastifyRequest['routeOptions'];
+  try {
+    options = request.routeOptions;
+  } catch {
+    return UNMATCHED;
+  }
+  const config = options.config as (PolicyConfig & { url?: string }) | undefined;
+  let resolved = config === undefined ? UNMATCHED : cache.get(config);
+  if (resolved === undefined && config !== undefined) {
+    resolved = {
+      ...DEFAULT,
+      pageCsp: undefined,
+      ...config.policy,
+      route: config.url,
+      querySchema: options.schema?.querystring !== undefined,
+    };
     cache.set(config, resolved);
   }
-  return resolved;
+  request.policy = resolved ?? UNMATCHED;
+  return request.policy;
+}
+
+/** Makes room for the policy on every request (call once, before any hook reads it). */
+export function decoratePolicy(app: { decorateRequest(name: string, value: null): unknown }): void {
+  app.decorateRequest('policy', null);
 }
 
 /** A route's config with its policy, for route options. */
@@ -54,5 +81,9 @@ export function withPolicy(policy: RoutePolicy): { config: PolicyConfig } {
 declare module 'fastify' {
   interface FastifyContextConfig {
     policy?: RoutePolicy;
+  }
+  interface FastifyRequest {
+    /** The matched route's policy, once policyOf has resolved it for this request. */
+    policy: ResolvedPolicy | null | undefined;
   }
 }

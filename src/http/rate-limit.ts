@@ -19,11 +19,13 @@ const MAX_CLIENTS = 100_000;
 export class RateLimiter {
   readonly limit: number;
   readonly windowMs: number;
+  readonly #limitText: string;
   readonly #clients = new Map<string, Budget>();
   readonly #sweeper: NodeJS.Timeout;
 
   constructor(limit: number, windowMs = 60_000) {
     this.limit = limit;
+    this.#limitText = String(limit);
     this.windowMs = windowMs;
     this.#sweeper = setInterval(() => this.#sweep(), windowMs);
     this.#sweeper.unref();
@@ -48,15 +50,13 @@ export class RateLimiter {
     return budget !== undefined && budget.resetAt > now && budget.count > this.limit ? budget : undefined;
   }
 
-  /** The rate-limit headers of an answer to a client with this budget. */
-  headers(budget: Budget, now = Date.now()): Record<string, string> {
-    const headers: Record<string, string> = {
-      'ratelimit-limit': String(this.limit),
-      'ratelimit-remaining': String(Math.max(0, this.limit - budget.count)),
-      'ratelimit-reset': String(Math.max(0, Math.ceil((budget.resetAt - now) / 1000))),
-    };
-    if (budget.count > this.limit) headers['retry-after'] = headers['ratelimit-reset'] as string;
-    return headers;
+  /** Sets the rate-limit headers of an answer to a client with this budget (Retry-After once it is over). */
+  setHeaders(reply: { header(name: string, value: string): unknown }, budget: Budget, now = Date.now()): void {
+    const reset = String(Math.max(0, Math.ceil((budget.resetAt - now) / 1000)));
+    reply.header('ratelimit-limit', this.#limitText);
+    reply.header('ratelimit-remaining', String(Math.max(0, this.limit - budget.count)));
+    reply.header('ratelimit-reset', reset);
+    if (budget.count > this.limit) reply.header('retry-after', reset);
   }
 
   close(): void {

@@ -12,10 +12,13 @@ import { MAX_PARAMETERS, paramErrors, TOO_MANY } from './query-string.ts';
  * parameter at fault.
  * Bodies are not validated here: they carry the same parameters as the query string and are merged
  * into it before validation (see users/input.ts), so one schema checks both forms.
+ * Headers are not validated here either (see below).
  */
 export function createValidatorCompiler(rules: Readonly<Record<string, string>>): FastifySchemaCompiler<TSchema> {
   return ({ schema, httpPart }) => {
-    if (httpPart === 'body') return (value) => ({ value });
+    // Headers schemas document the headers a route reads (OpenAPI); the routes check the ones that
+    // matter themselves (Idempotency-Key), so they cost nothing per request.
+    if (httpPart === 'body' || httpPart === 'headers') return (value) => ({ value });
     const check = Compile(schema);
     const order = Object.keys((schema as { properties?: object }).properties ?? {});
     const known = new Set(order);

@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError } from '../http/problem.ts';
 import { addParamErrors, MAX_PARAMETERS, paramErrors, tooManyParameters } from '../http/query-string.ts';
 import { RECORD_FIELDS } from './schemas.ts';
@@ -13,12 +13,12 @@ const FIELDS = new Set<string>(RECORD_FIELDS);
  * is reported at once. Then `name` and `city` are trimmed, and a JSON integer `age` becomes its
  * decimal string.
  */
-export async function normalizeInput(request: FastifyRequest): Promise<void> {
+export function normalizeInput(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
   const query = request.query as Record<string, unknown>;
   const body: unknown = request.body;
   if (body !== undefined) {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      throw new HttpError('invalid-input', 'The body must be a JSON object of parameters.');
+      return done(new HttpError('invalid-input', 'The body must be a JSON object of parameters.'));
     }
     addParamErrors(query, paramErrors(body));
     addParamErrors(
@@ -46,4 +46,5 @@ export async function normalizeInput(request: FastifyRequest): Promise<void> {
     if (typeof value === 'string') query[name] = value.trim();
   }
   if (typeof query.age === 'number' && Number.isSafeInteger(query.age)) query.age = String(query.age);
+  done();
 }

@@ -26,7 +26,7 @@ export function registerItemRoutes(app: FastifyInstance, store: UserStore): void
   api.get(
     '/users/:id',
     {
-      preValidation,
+      // A GET has no body and its query only `fields`: there is no input to bring into shape.
       schema: {
         tags: TAGS,
         summary: 'Read one record',

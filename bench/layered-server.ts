@@ -1,0 +1,55 @@
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config/load.ts';
+import { openStore } from '../src/store/open-store.ts';
+import type { User, UserStore } from '../src/store/store.ts';
+import { LAYERS } from './layers.ts';
+
+// The service with some of its layers left out, for the bench's price list: LAYERS (1 to 7) says
+// how many of the layers in bench/layers.ts are on, in order; the other settings come from the
+// environment as for the service. Every request then costs what the layers up to it cost.
+
+const on = Number(process.env.LAYERS ?? LAYERS.length);
+
+/** A store that answers every read with one record from memory: the route's work without a database. */
+function memoryStore(): UserStore {
+  const user: User = {
+    id: 1,
+    name: 'Alice',
+    age: 30,
+    city: 'Paris',
+    createdAt: new Date(0),
+    updatedAt: new Date(0),
+    version: 1,
+  };
+  const unused = async (): Promise<never> => {
+    throw new Error('the price list reads one record only');
+  };
+  return {
+    get: async () => user,
+    list: async () => [user],
+    version: async () => 1,
+    count: async () => 1,
+    ping: async () => undefined,
+    onCommit: () => undefined,
+    close: async () => undefined,
+    create: unused,
+    createOnce: unused,
+    update: unused,
+    remove: unused,
+  };
+}
+
+const env = { ...process.env };
+if (on < 4) env.LOG_LEVEL = 'silent';
+if (on < 5) Object.assign(env, { RATE_LIMIT: 'off', OVERLOAD_LAG_MS: '0', ALLOWED_HOSTS: '*' });
+if (on < 6) delete env.API_TOKENS;
+const config = loadConfig(env, []);
+const store = on < 7 ? memoryStore() : await openStore(config);
+const app = await buildApp(config, {
+  store,
+  without: { ...(on < 2 ? { securityHeaders: true } : {}), ...(on < 3 ? { metrics: true } : {}) },
+});
+await app.listen({ port: config.port, host: config.host });
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => void app.close().finally(() => process.exit(0)));
+}

@@ -1,0 +1,121 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { priceListTable, targetLines } from './report.ts';
+import type { BenchResults, RunRecord, StageRecord } from './results.ts';
+import type { SystemId } from './systems.ts';
+import { toMarkdown } from './table-format.ts';
+import { ceilingOf, findRun } from './targets.ts';
+import type { WorkloadName } from './workloads.ts';
+
+const fmt = (n: number | undefined, digits = 0) =>
+  n === undefined || Number.isNaN(n) ? '–' : n.toLocaleString('en-US', { maximumFractionDigits: digits });
+const x = (ratio: number) => `${ratio >= 10 ? ratio.toFixed(0) : ratio.toFixed(2)}×`;
+
+const COLUMNS: Array<{ system: SystemId; title: string }> = [
+  { system: 'sqlite', title: 'user-records SQLite' },
+  { system: 'postgres', title: 'user-records PostgreSQL' },
+  { system: 'naive', title: 'Express + array (nothing durable)' },
+  { system: 'json-server', title: 'json-server 0.17.4' },
+];
+
+function rate(results: BenchResults, system: SystemId, workload: WorkloadName, records: number, p99 = false): string {
+  const run: RunRecord | undefined = findRun(results.runs, system, workload, records);
+  if (run === undefined) return '';
+  const ceiling = ceilingOf(results.runs, run);
+  const ratio =
+    ceiling === undefined || ceiling === run ? '' : ` (${x(run.requestsPerSecond / ceiling.requestsPerSecond)})`;
+  return `${fmt(run.requestsPerSecond)}/s${ratio}${p99 ? `, p99 ${fmt(run.p99Ms, 1)} ms` : ''}`;
+}
+
+function stageOf(results: BenchResults, system: SystemId, records: number): StageRecord | undefined {
+  return results.stages.find((stage) => stage.system === system && stage.records === records);
+}
+
+/**
+ * The README's Performance figures, made from a bench run's results (bench/results/latest.json):
+ * `npm run bench` writes them into the README, and test/readme.test.ts fails while the README
+ * shows anything else. So the README never shows figures of code that is not what was measured.
+ */
+export function performanceSection(results: BenchResults): string {
+  const m = results.meta;
+  const rows: Array<[string, (system: SystemId) => string]> = [
+    ['create, 1k records, every answer fsync’d', (s) => rate(results, s, 'create', 1_000, true)],
+    ['read one, 1k records', (s) => rate(results, s, 'read', 1_000)],
+    ['90/10 read/write, 1k records', (s) => rate(results, s, 'mix', 1_000)],
+    ['list all at 100k records (× ceiling B)', (s) => rate(results, s, 'list', 100_000)],
+    [
+      '1M records: start-up, memory at rest',
+      (s) => {
+        const stage = stageOf(results, s, 1_000_000);
+        return stage?.startupMs === undefined
+          ? ''
+          : `${fmt(stage.startupMs / 1000, 2)} s, ${fmt(stage.rssAtRestMB)} MB`;
+      },
+    ],
+    [
+      '1M records: full listing, first byte, peak memory',
+      (s) => {
+        const listing = stageOf(results, s, 1_000_000)?.fullListing;
+        return listing === undefined ? '' : `${fmt(listing.ttfbMs, 1)} ms, ${fmt(listing.peakRssMB)} MB`;
+      },
+    ],
+    [
+      'create and read one at 1M records',
+      (s) => {
+        const create = findRun(results.runs, s, 'create', 1_000_000);
+        const read = findRun(results.runs, s, 'read', 1_000_000);
+        return create === undefined || read === undefined
+          ? ''
+          : `${fmt(create.requestsPerSecond)}/s, ${fmt(read.requestsPerSecond)}/s`;
+      },
+    ],
+  ];
+  const columns = COLUMNS.filter(({ system }) => results.runs.some((run) => run.system === system));
+  const table = {
+    header: ['', ...columns.map((column) => column.title)],
+    right: [false, ...columns.map(() => true)],
+    rows: rows.map(([label, cell]) => [label, ...columns.map((column) => cell(column.system))]),
+  };
+  const ceilingA = findRun(results.runs, 'ceiling-a', 'read', 1_000);
+  const healthz = findRun(results.runs, 'sqlite', 'healthz', 1_000);
+  const ceilingHealthz = findRun(results.runs, 'ceiling-a', 'healthz', 1_000);
+  const passed = results.targets.filter((target) => target.pass === true).length;
+  return [
+    `Last full run: commit \`${m.commit.slice(0, 12)}\`${m.clean ? '' : ' (with uncommitted changes)'}, ${m.date.slice(0, 10)}, Node ${m.node}, ${m.cpus} cores; the service as \`npm start\` runs it, with its defaults (access log at \`info\` to a file) and \`RATE_LIMIT=off\`. Ratios in brackets are to ceiling A (a bare Fastify route), or ceiling B for listings, measured in the same run${ceilingA === undefined ? '' : ` (ceiling A: ${fmt(ceilingA.requestsPerSecond)} reads/s)`}.`,
+    '',
+    toMarkdown(table),
+    '',
+    healthz === undefined || ceilingHealthz === undefined
+      ? ''
+      : `\`GET /healthz\`: ${fmt(healthz.requestsPerSecond)}/s (${x(healthz.requestsPerSecond / ceilingHealthz.requestsPerSecond)} ceiling A).`,
+    '',
+    'The price list: reading one record with the layers of the request path added one at a time (`bench/layered-server.ts`), as requests/s and server CPU per request:',
+    '',
+    toMarkdown(priceListTable(results)),
+    '',
+    `${passed} of ${results.targets.length} targets pass:`,
+    '',
+    ...targetLines(results).map((line) => `- ${line.replace(/^(PASS|FAIL|n\/a) +/, '$1 ')}`),
+  ].join('\n');
+}
+
+const MARKERS = /(<!-- performance:start -->\n)[\s\S]*?(<!-- performance:end -->)/;
+
+/** The README with its Performance figures replaced by those of `results`. */
+export function withPerformance(readme: string, results: BenchResults): string {
+  if (!MARKERS.test(readme))
+    throw new Error('README.md has no <!-- performance:start --> ... <!-- performance:end --> block');
+  return readme.replace(
+    MARKERS,
+    (_all, start: string, end: string) => `${start}${performanceSection(results)}\n${end}`,
+  );
+}
+
+/** The figures block the README shows now. */
+export function readmePerformance(readme: string): string | undefined {
+  return MARKERS.exec(readme)?.[0];
+}
+
+/** Rewrites the README's Performance figures from a results file. */
+export function writeReadme(readmePath: string, results: BenchResults): void {
+  writeFileSync(readmePath, withPerformance(readFileSync(readmePath, 'utf8'), results));
+}
