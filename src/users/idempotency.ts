@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError } from '../http/problem.ts';
 import { addParamErrors } from '../http/query-string.ts';
 import type { User, UserInput, UserStore } from '../store/store.ts';
@@ -14,12 +14,14 @@ const KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN);
  * preValidation for POST /users: a bad Idempotency-Key joins the query's faults, so it is reported
  * in the same 400 as every other bad parameter, under the header's own name.
  */
-export async function checkIdempotencyKey(request: FastifyRequest): Promise<void> {
+export function checkIdempotencyKey(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
   const key = request.headers['idempotency-key'];
-  if (key === undefined || (typeof key === 'string' && KEY.test(key))) return;
-  addParamErrors(request.query as object, [
-    { parameter: 'Idempotency-Key', detail: `must be ${IDEMPOTENCY_KEY_RULE}` },
-  ]);
+  if (key !== undefined && !(typeof key === 'string' && KEY.test(key))) {
+    addParamErrors(request.query as object, [
+      { parameter: 'Idempotency-Key', detail: `must be ${IDEMPOTENCY_KEY_RULE}` },
+    ]);
+  }
+  done();
 }
 
 /**

@@ -184,11 +184,16 @@ export class SqliteStore implements UserStore {
   #write(request: WriteRequest): Promise<unknown> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ request, resolve, reject });
-      if (this.#queue.length === 1) setImmediate(() => this.#flush());
+      if (this.#queue.length === 1 && this.#inFlight.size === 0) setImmediate(() => this.#flush());
     });
   }
 
-  /** Sends this turn's writes to the writer as one batch. */
+  /**
+   * Sends the writes waiting to the writer as one batch. One batch is in flight at a time: writes
+   * that come while the writer commits wait and go together as the next batch (a message to the
+   * writer thread costs as much as a small write, so fewer and larger ones are cheaper, and the
+   * writer would take them as one transaction anyway).
+   */
   #flush(): void {
     const jobs = this.#queue;
     this.#queue = [];
@@ -200,7 +205,10 @@ export class SqliteStore implements UserStore {
       },
     );
     this.#inFlight.add(sent);
-    void sent.finally(() => this.#inFlight.delete(sent));
+    void sent.finally(() => {
+      this.#inFlight.delete(sent);
+      if (this.#inFlight.size === 0) this.#flush();
+    });
   }
 
   async close(): Promise<void> {
