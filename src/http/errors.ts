@@ -56,10 +56,21 @@ export function toHttpError(error: unknown): HttpError {
   return new HttpError('internal', 'The service failed to handle the request; it has been logged.');
 }
 
+const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** The 503 of a write the database failed: it may have been stored all the same. */
+export const OUTCOME_UNKNOWN =
+  'The database failed or is not reachable; this change may or may not have been stored (its outcome is unknown). Retry shortly: check the record first, or repeat a POST with the same Idempotency-Key, which stores it at most once.';
+
 /** The error handler and the 404 of unknown paths, both in problem details. */
 export function registerErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
-    const httpError = toHttpError(error);
+    let httpError = toHttpError(error);
+    if (error instanceof StoreUnavailableError && !READS.has(request.method)) {
+      // A commit can fail after its data reached the disk (an fsync error, a connection lost while
+      // COMMIT was on its way): the client cannot know, and is told so.
+      httpError = new HttpError('unavailable', OUTCOME_UNKNOWN, { headers: httpError.headers });
+    }
     if (httpError.status >= 500 && httpError.code !== 'internal') {
       // A fault the client may retry (the database away, overload): a reason, no stack.
       request.log.warn({ problem: httpError.code, reason: (error as Error).message }, 'request refused: unavailable');
