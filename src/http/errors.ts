@@ -160,6 +160,11 @@ export function earlyRefusals(limiter: RateLimiter | undefined) {
  */
 function longRequestLine(packet: unknown): boolean {
   if (!Buffer.isBuffer(packet) || !/^[A-Z]+ /.test(packet.subarray(0, 16).toString('latin1'))) return false;
+  // Only the URL counts, as in the service's own check: "METHOD URL HTTP/1.1", possibly cut short.
+  const start = packet.indexOf(' ') + 1;
   const end = packet.indexOf('\r\n');
-  return (end === -1 ? packet.length : end) > URL_LIMIT;
+  const line = end === -1 ? packet.length : end;
+  const space = packet.lastIndexOf(' ', line - 1);
+  const stop = end !== -1 && space >= start ? space : line;
+  return stop - start > URL_LIMIT;
 }

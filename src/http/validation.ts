@@ -43,11 +43,27 @@ export function createValidatorCompiler(rules: Readonly<Record<string, string>>)
 
 /** At most this many faults are listed in one answer; the detail says how many more there were. */
 export const MAX_REPORTED_FAULTS = 20;
-/** A parameter name is quoted back at most this long: an answer never repeats unbounded client input. */
+/**
+ * A parameter name is quoted back at most this many characters, and at most NAME_BYTES bytes of
+ * UTF-8: an answer never repeats unbounded client input, so twenty names of four-byte characters
+ * still make an answer of a few KiB.
+ */
 const NAME_SHOWN = 64;
+const NAME_BYTES = 64;
+/** The detail names parameters up to this many bytes; the rest are counted, and listed in `errors`. */
+const DETAIL_NAMES_BYTES = 512;
 
 function shown(name: string): string {
-  return [...name].length <= NAME_SHOWN ? name : `${[...name].slice(0, NAME_SHOWN).join('')}…`;
+  if (name.length <= NAME_SHOWN && Buffer.byteLength(name) <= NAME_BYTES) return name;
+  let kept = '';
+  let bytes = 0;
+  let count = 0;
+  for (const char of name) {
+    bytes += Buffer.byteLength(char);
+    if (++count > NAME_SHOWN || bytes > NAME_BYTES) return `${kept}…`;
+    kept += char;
+  }
+  return kept;
 }
 
 /** One 400 problem for the faults found, each parameter once, the first MAX_REPORTED_FAULTS listed. */
@@ -62,14 +78,24 @@ export function invalidInput(faults: FieldError[]): HttpError {
     if (errors.length < MAX_REPORTED_FAULTS) errors.push({ parameter, detail: fault.detail });
     else more++;
   }
-  const names = errors.map((error) => error.parameter).join(', ');
+  const named: string[] = [];
+  let bytes = 0;
+  for (const { parameter } of errors) {
+    bytes += Buffer.byteLength(parameter) + 2;
+    if (bytes > DETAIL_NAMES_BYTES) break;
+    named.push(parameter);
+  }
+  const unnamed = errors.length - named.length;
+  const names = named.join(', ');
   const tooMany = seen.has(TOO_MANY) ? ` At most ${MAX_PARAMETERS} parameters are read; this request has more.` : '';
   const detail =
     errors.length === 0
       ? 'The request parameters are invalid.'
-      : more === 0
+      : more === 0 && unnamed === 0
         ? `Invalid parameters: ${names}.${tooMany}`
-        : `Invalid parameters: ${names}, and ${more} more (only the first ${MAX_REPORTED_FAULTS} are listed).${tooMany}`;
+        : more === 0
+          ? `Invalid parameters: ${names}, and ${unnamed} more (all listed in errors).${tooMany}`
+          : `Invalid parameters: ${names}, and ${unnamed + more} more (only the first ${MAX_REPORTED_FAULTS} are listed in errors).${tooMany}`;
   return new HttpError('invalid-input', detail, { errors });
 }
 
