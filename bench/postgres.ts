@@ -23,8 +23,9 @@ export async function startPostgres(): Promise<PostgresCluster | string> {
 }
 
 /**
- * Replaces every record with `count` seeded ones, generated inside PostgreSQL; created_at and
- * updated_at keep their defaults.
+ * Replaces every record with `count` seeded ones, generated inside PostgreSQL; record i was created
+ * i ms after record 1, as in the SQLite seeding. The seeded text is ASCII, so lower() folds it as
+ * the service does.
  */
 export async function seedPostgres(url: string, count: number): Promise<void> {
   const client = new pg.Client({ connectionString: url });
@@ -33,14 +34,19 @@ export async function seedPostgres(url: string, count: number): Promise<void> {
     await client.query('TRUNCATE users RESTART IDENTITY');
     // Same records as seedRecord(i): CITIES[i % n] is the 1-based array element 1 + i % n.
     await client.query(
-      `INSERT INTO users (name, age, city)
-       SELECT 'user' || i, i % 151, ($2::text[])[1 + i % cardinality($2::text[])]
-       FROM generate_series(1, $1::int) AS i`,
+      `INSERT INTO users (name, age, city, name_folded, city_folded, created_at, updated_at)
+       SELECT name, age, city, lower(name), lower(city), at, at
+       FROM (
+         SELECT 'user' || i AS name, i % 151 AS age, ($2::text[])[1 + i % cardinality($2::text[])] AS city,
+           date_trunc('milliseconds', now()) - ($1::int - i) * interval '1 millisecond' AS at
+         FROM generate_series(1, $1::int) AS i
+       ) AS seeded`,
       [count, [...CITIES]],
     );
     // Count the seeding as one write transaction, as the service does for its own.
     await client.query('UPDATE store_version SET version = version + 1');
-    await client.query('ANALYZE users');
+    // As autovacuum would after a bulk load: statistics, and a visibility map for index-only scans.
+    await client.query('VACUUM ANALYZE users');
   } finally {
     await client.end();
   }

@@ -1,20 +1,34 @@
 import { writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import { fold } from '../src/store/store.ts';
 import { seedRecord } from './seed-data.ts';
 
-/** An SQLite file with the service's schema and `count` records, inserted in one transaction. */
+/**
+ * An SQLite file with the service's schema and `count` records, inserted in one transaction; record
+ * i was created i ms after record 1, so sorting by time has distinct values to order.
+ */
 export async function seedSqlite(path: string, count: number): Promise<void> {
   // The service's own code creates the schema, so the bench cannot drift from its migrations.
   await (await openSqliteStore(path)).close();
   const db = new Database(path);
   try {
-    const insert = db.prepare('INSERT INTO users (name, age, city, created_at, updated_at) VALUES (?, ?, ?, ?, ?)');
-    const now = Date.now();
+    const insert = db.prepare(
+      'INSERT INTO users (name, age, city, name_folded, city_folded, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    );
+    const start = Date.now() - count;
     db.transaction(() => {
       for (let i = 1; i <= count; i++) {
         const record = seedRecord(i);
-        insert.run(record.name, Number(record.age), record.city, now, now);
+        insert.run(
+          record.name,
+          Number(record.age),
+          record.city,
+          fold(record.name),
+          fold(record.city),
+          start + i,
+          start + i,
+        );
       }
       // Count the seeding as one write transaction, as the service does for its own (when it keeps that count).
       const counted = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'store_version'").get();

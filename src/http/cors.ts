@@ -4,7 +4,15 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 /** What a browser script may send and read; Authorization is never covered by a wildcard, so listed. */
 const SHARED: FastifyCorsOptions = {
   methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-  allowedHeaders: ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'Idempotency-Key', 'X-Request-Id'],
+  allowedHeaders: [
+    'Authorization',
+    'Content-Type',
+    'If-Match',
+    'If-None-Match',
+    'Idempotency-Key',
+    'Prefer',
+    'X-Request-Id',
+  ],
   exposedHeaders: [
     'ETag',
     'Location',
@@ -15,6 +23,8 @@ const SHARED: FastifyCorsOptions = {
     'RateLimit-Reset',
     'X-Request-Id',
     'Idempotent-Replayed',
+    'X-Total-Count',
+    'Preference-Applied',
   ],
   // Tokens travel in a header, never in cookies: no credentials mode.
   credentials: false,

@@ -11,7 +11,7 @@ export interface Migration {
  * The migrations still to apply, in order. Throws when the database was written by a newer
  * version of the service than this one, which must not touch it.
  */
-export function pendingMigrations(all: readonly Migration[], applied: ReadonlySet<number>): Migration[] {
+export function pendingMigrations<M extends Migration>(all: readonly M[], applied: ReadonlySet<number>): M[] {
   const newest = Math.max(0, ...applied);
   const known = all.at(-1)?.version ?? 0;
   if (newest > known) {

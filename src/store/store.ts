@@ -16,14 +16,54 @@ export interface UserInput {
   city: string;
 }
 
+/** The fields a listing can be sorted by; text sorts by Unicode code point. */
+export const SORT_FIELDS = ['id', 'name', 'age', 'city', 'createdAt', 'updatedAt'] as const;
+export type SortField = (typeof SORT_FIELDS)[number];
+
+/** The fields a listing can take a range of. */
+export const RANGE_FIELDS = ['id', 'age', 'createdAt', 'updatedAt'] as const;
+export type RangeField = (typeof RANGE_FIELDS)[number];
+export const RANGE_OPS = ['gt', 'gte', 'lt', 'lte'] as const;
+export type RangeOp = (typeof RANGE_OPS)[number];
+
+/** One bound: `age.gte=30` is `{ field: 'age', op: 'gte', value: 30 }`; times in ms since the epoch. */
+export interface Range {
+  field: RangeField;
+  op: RangeOp;
+  value: number;
+}
+
 export interface ListFilter {
   name?: string;
   age?: number;
   city?: string;
-  /** Only ids greater than this one. */
+  ranges?: readonly Range[];
+  /** Records whose name or city contains this text, both compared folded (`fold`). */
+  search?: string;
+  /** Only ids greater than this one (pages in creation order). */
   afterId?: number;
   /** At most this many records. */
   limit?: number;
+}
+
+/** Whether the filter picks records by more than the page it asks for (afterId and limit). */
+export function narrows(filter: ListFilter): boolean {
+  const { name, age, city, ranges, search } = filter;
+  return [name, age, city, ranges, search].some((value) => value !== undefined);
+}
+
+export interface SortKey {
+  field: SortField;
+  descending: boolean;
+}
+
+/**
+ * A listing's order other than creation order: its sort keys (ties broken by id ascending), and,
+ * for the next page, the position of the last record of the one before (its sort values and id).
+ */
+export interface ListOrder {
+  sort: readonly SortKey[];
+  after?: { values: ReadonlyArray<string | number>; id: number };
 }
 
 /**
@@ -81,8 +121,8 @@ export interface Commit {
  * (`write-rules.ts`).
  */
 export interface UserStore {
-  /** Records in creation (id) order. */
-  list(filter: ListFilter): Promise<User[]>;
+  /** Records in creation (id) order, or in `order`. */
+  list(filter: ListFilter, order?: ListOrder): Promise<User[]>;
   get(id: number): Promise<User | undefined>;
   create(input: UserInput): Promise<User>;
   /**
@@ -102,8 +142,8 @@ export interface UserStore {
   version(): Promise<number>;
   /** Called after each commit of this store's own writes, in commit order. */
   onCommit(listener: (commit: Commit) => void): void;
-  /** How many records are stored now. */
-  count(): Promise<number>;
+  /** How many records match the filter (all of them without one); `afterId` and `limit` are not counted. */
+  count(filter?: ListFilter): Promise<number>;
   /** Resolves when the database answers and can take writes; rejects with the reason otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -126,4 +166,19 @@ export function preconditionHolds(precondition: Precondition | undefined, curren
  */
 export class StoreOpenError extends Error {
   override name = 'StoreOpenError';
+}
+
+/**
+ * Text as search compares it: Unicode-composed (NFC) and case-folded (lower, upper, lower again, so
+ * that ß, ẞ and SS all fold to ss, and σ, ς and Σ to σ). Names and cities are kept folded beside
+ * themselves; a search folds its text the same way.
+ */
+export function fold(text: string): string {
+  return text.normalize('NFC').toLowerCase().toUpperCase().toLowerCase();
+}
+
+/** The value of a sort field in a user, as a listing compares it (times in ms). */
+export function sortValue(user: User, field: SortField): string | number {
+  const value = user[field];
+  return value instanceof Date ? value.getTime() : value;
 }

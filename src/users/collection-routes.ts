@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { jsonResponse, problemResponses } from '../http/schemas.ts';
 import type { ListFilter, User, UserInput, UserStore } from '../store/store.ts';
 import { FullListing } from './full-listing.ts';
@@ -9,7 +9,8 @@ import { normalizeInput } from './input.ts';
 import { ETAG, FORMS, NOT_MODIFIED, TAGS } from './openapi.ts';
 import { JSON_TYPE, selectedFields, sendUsers, userEtag } from './present.ts';
 import { listingBytes, streamedEtag } from './listing.ts';
-import { CreateHeaders, FullInputQuery, InputBody, ListQuery, ReadHeaders, UsersEnvelope } from './schemas.ts';
+import { encodeCursor, parseListing, wantsCount } from './query.ts';
+import { CreateHeaders, FullInputQuery, InputBody, ListHeaders, ListQuery, UsersEnvelope } from './schemas.ts';
 
 /** `GET /users` (all records, or filtered pages) and `POST /users`. */
 export function registerCollectionRoutes(app: FastifyInstance, store: UserStore, listingCacheBytes: number): void {
@@ -27,11 +28,13 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
         description:
           'Every stored record, oldest first. Optional exact-match filters (`name`, `age`, `city`) and pages (`limit` with `after`); while more records remain, a `Link: <...>; rel="next"` header gives the next page.',
         querystring: ListQuery,
-        headers: ReadHeaders,
+        headers: ListHeaders,
         response: {
           200: jsonResponse(UsersEnvelope, 'The matching records.', {
             ...ETAG,
-            Link: 'The next page, while more remain.',
+            Link: 'The next page, while more remain (with `sort`, it carries a `cursor`).',
+            'X-Total-Count': 'With `Prefer: count=exact`: how many records match, whatever `limit` and the page.',
+            'Preference-Applied': 'With `Prefer: count=exact`: `count=exact`.',
           }),
           ...NOT_MODIFIED,
           ...problemResponses(400, 500, 503),
@@ -40,29 +43,33 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
     },
     async (request, reply) => {
       const query = request.query;
+      const count = wantsCount(request.headers.prefer);
       // registerConditionalGet answers 304 when the ETag set here matches If-None-Match.
       if (Object.keys(query).length === 0) {
         const listing = await fullListing.get();
         reply.header('etag', listing.exact ? `"v${listing.version}"` : `W/"v${listing.version}"`);
+        if (count) await countHeaders(reply, store, {});
         return reply.type(JSON_TYPE).send(listing.body);
       }
       const fields = selectedFields(query.fields);
-      const filter: ListFilter = {
-        name: query.name,
-        city: query.city,
-        age: query.age === undefined ? undefined : Number(query.age),
-        afterId: query.after === undefined ? undefined : Number(query.after),
-      };
+      const { filter, order, sortText } = parseListing(query);
+      if (count) await countHeaders(reply, store, filter);
       if (query.limit === undefined) {
         // Every match, however many: streamed page by page, never built whole in memory.
         reply.header('etag', streamedEtag(await store.version(), request.url));
-        return reply.type(JSON_TYPE).send(Readable.from(listingBytes(store, filter, fields), { highWaterMark: 1 }));
+        const body = Readable.from(listingBytes(store, filter, order, fields), { highWaterMark: 1 });
+        return reply.type(JSON_TYPE).send(body);
       }
       const limit = Number(query.limit);
-      const users = await store.list({ ...filter, limit: limit + 1 });
+      const users = await store.list({ ...filter, limit: limit + 1 }, order);
       if (users.length > limit) {
         users.length = limit;
-        reply.header('link', `<${nextPage(query, users[limit - 1] as User)}>; rel="next"`);
+        const last = users[limit - 1] as User;
+        const next =
+          order === undefined || sortText === undefined
+            ? { after: String(last.id) }
+            : { cursor: encodeCursor(sortText, order.sort, last) };
+        reply.header('link', `<${nextPage(query, next)}>; rel="next"`);
       }
       return sendUsers(reply, users, fields);
     },
@@ -115,12 +122,22 @@ function toInput(query: { name: string; age: string; city: string }): UserInput 
   return { name: query.name, age: Number(query.age), city: query.city };
 }
 
-function nextPage(query: ListQuery, last: User): string {
+/** The parameters of a listing in the order its Links give them; `after` or `cursor` comes last. */
+const LINK_ORDER = Object.keys(ListQuery.properties).filter((name) => name !== 'after' && name !== 'cursor');
+const FIELDS_LAST = [...LINK_ORDER.filter((name) => name !== 'fields' && name !== 'limit'), 'fields', 'limit'];
+
+function nextPage(query: ListQuery, position: { after: string } | { cursor: string }): string {
   const params = new URLSearchParams();
-  for (const name of ['name', 'age', 'city', 'fields', 'limit'] as const) {
+  for (const name of FIELDS_LAST) {
     const value = query[name];
     if (value !== undefined) params.set(name, value);
   }
-  params.set('after', String(last.id));
+  for (const [name, value] of Object.entries(position)) params.set(name, value);
   return `/users?${params}`;
+}
+
+/** `X-Total-Count` for `Prefer: count=exact`: every record that matches, ignoring pages. */
+async function countHeaders(reply: FastifyReply, store: UserStore, filter: ListFilter): Promise<void> {
+  const total = await store.count({ ...filter, afterId: undefined });
+  reply.header('x-total-count', String(total)).header('preference-applied', 'count=exact');
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
-import type { ListFilter, User, UserStore } from '../store/store.ts';
+import { type ListFilter, type ListOrder, sortValue, type User, type UserStore } from '../store/store.ts';
 import { recordJson } from './present.ts';
 import type { FieldName } from './schemas.ts';
 
@@ -14,13 +14,23 @@ export const TAIL = Buffer.from(']}');
  * the first does). Between pages the event loop gets a turn: SQLite reads are synchronous, and one
  * large listing would otherwise hold every other request (and the overload check) until done.
  */
-export async function* pages(store: UserStore, filter: Omit<ListFilter, 'limit'>): AsyncGenerator<User[]> {
+export async function* pages(
+  store: UserStore,
+  filter: Omit<ListFilter, 'limit'>,
+  order?: ListOrder,
+): AsyncGenerator<User[]> {
   let afterId = filter.afterId ?? 0;
+  let after = order?.after;
   for (;;) {
-    const page = await store.list({ ...filter, afterId, limit: PAGE_SIZE });
+    const page =
+      order === undefined
+        ? await store.list({ ...filter, afterId, limit: PAGE_SIZE })
+        : await store.list({ ...filter, limit: PAGE_SIZE }, { sort: order.sort, after });
     if (page.length > 0) yield page;
     if (page.length < PAGE_SIZE) return;
-    afterId = (page.at(-1) as User).id;
+    const last = page.at(-1) as User;
+    afterId = last.id;
+    after = { values: order?.sort.map((key) => sortValue(last, key.field)) ?? [], id: last.id };
     await setImmediate();
   }
 }
@@ -32,11 +42,12 @@ export async function* pages(store: UserStore, filter: Omit<ListFilter, 'limit'>
 export async function* listingBytes(
   store: UserStore,
   filter: Omit<ListFilter, 'limit'>,
+  order: ListOrder | undefined,
   fields: readonly FieldName[],
 ): AsyncGenerator<Buffer> {
   yield HEAD;
   let first = true;
-  for await (const page of pages(store, filter)) {
+  for await (const page of pages(store, filter, order)) {
     let text = first ? '' : ',';
     for (let i = 0; i < page.length; i++) text += (i === 0 ? '' : ',') + recordJson(page[i] as User, fields);
     first = false;

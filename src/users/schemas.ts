@@ -1,4 +1,4 @@
-import { type Static, Type } from 'typebox';
+import { type Static, type TSchema, Type } from 'typebox';
 import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE } from './idempotency.ts';
 
 /**
@@ -14,6 +14,11 @@ export const RULES = {
   fields: 'a comma-separated list of: id, name, age, city, createdAt, updatedAt',
   limit: 'a whole number from 1 to 1000',
   after: 'a whole number (the id of the last record of the previous page)',
+  sort: 'a comma-separated list of fields to sort by (id, name, age, city, createdAt, updatedAt), each at most once, a leading - for descending',
+  q: 'text of 1 to 200 characters with no control characters',
+  cursor: 'the cursor of a Link to the next page, as given',
+  id: 'a whole number (an id)',
+  time: 'an RFC 3339 date and time, such as 2026-01-31T12:00:00Z',
 } as const;
 
 export const RECORD_FIELDS = ['name', 'age', 'city'] as const;
@@ -97,13 +102,59 @@ export const IdParams = Type.Object({
 
 const strict = { additionalProperties: false } as const;
 
+const SORT_FIELD = '-?(?:id|name|age|city|createdAt|updatedAt)';
+const Sort = Type.String({
+  pattern: `^${SORT_FIELD}(?:,${SORT_FIELD}){0,5}$`,
+  description: `${cap(RULES.sort)}. Ties are broken by id, ascending; text sorts by Unicode code point. Without it: creation order. With \`limit\`, the \`Link\` to the next page carries a \`cursor\`.`,
+  examples: ['age,-name'],
+});
+const Search = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  pattern: '^[^\\u0000-\\u001F\\u007F-\\u009F]*$',
+  description: `${cap(RULES.q)}: records whose name or city contains it, ignoring case (Unicode case folding: ß matches ss, ς matches σ) and composed (NFC). From 3 characters an index finds them; shorter text is looked for record by record.`,
+  examples: ['ada'],
+});
+const Cursor = Type.String({
+  pattern: '^[A-Za-z0-9_-]{1,2000}$',
+  description: `${cap(RULES.cursor)}: where a sorted page starts (opaque; only with the same \`sort\`).`,
+});
+const IdBound = Type.String({ pattern: '^[0-9]{1,15}$', description: `${cap(RULES.id)}.`, examples: ['100'] });
+const AgeBound = Type.String({ pattern: AGE_PATTERN, description: `${cap(RULES.age)}.`, examples: ['30'] });
+const TimeBound = Type.String({
+  pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\\.[0-9]{1,9})?(?:[Zz]|[+-][0-9]{2}:[0-9]{2})$',
+  description: `${cap(RULES.time)}.`,
+  examples: ['2026-01-31T12:00:00Z'],
+});
+const BOUNDS = { gt: 'above', gte: 'at or above', lt: 'below', lte: 'at or below' } as const;
+
+/** `age.gt` ... `updatedAt.lte`: one optional bound of each kind on each range field. */
+function rangeParameters() {
+  const fields = { age: AgeBound, id: IdBound, createdAt: TimeBound, updatedAt: TimeBound } as const;
+  const parameters: Record<string, TSchema> = {};
+  for (const [field, bound] of Object.entries(fields)) {
+    for (const [op, words] of Object.entries(BOUNDS)) {
+      const rule = (bound as { description?: string }).description ?? '';
+      parameters[`${field}.${op}`] = Type.Optional({
+        ...bound,
+        description: `Only records whose ${field} is ${words} this. ${rule}`,
+      });
+    }
+  }
+  return parameters;
+}
+
 export const ListQuery = Type.Object(
   {
     name: Type.Optional(Name),
     age: Type.Optional(Age),
     city: Type.Optional(City),
+    ...rangeParameters(),
+    q: Type.Optional(Search),
+    sort: Type.Optional(Sort),
     limit: Type.Optional(Limit),
     after: Type.Optional(After),
+    cursor: Type.Optional(Cursor),
     fields: Type.Optional(Fields),
   },
   strict,
@@ -142,7 +193,7 @@ export const InputBody = Type.Object(
   strict,
 );
 
-export type ListQuery = Static<typeof ListQuery>;
+export type ListQuery = Static<typeof ListQuery> & Record<string, string | undefined>;
 export type FullInputQuery = Static<typeof FullInputQuery>;
 export type PatchInputQuery = Static<typeof PatchInputQuery>;
 export type UserRecord = Static<typeof UserRecord>;
@@ -151,6 +202,17 @@ export type UserRecord = Static<typeof UserRecord>;
 export const ReadHeaders = Type.Object({
   'if-none-match': Type.Optional(
     Type.String({ description: 'An ETag from an earlier answer; 304 with no body when it still matches.' }),
+  ),
+});
+
+/** GET /users: conditional requests, and the total count on request. */
+export const ListHeaders = Type.Object({
+  ...ReadHeaders.properties,
+  prefer: Type.Optional(
+    Type.String({
+      description: '`count=exact`: the answer carries X-Total-Count, the number of records that match (RFC 7240).',
+      examples: ['count=exact'],
+    }),
   ),
 });
 

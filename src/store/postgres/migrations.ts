@@ -1,11 +1,17 @@
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { type Migration, pendingMigrations } from '../migrations.ts';
+import { fold } from '../store.ts';
+
+/** A PostgreSQL migration may also fill in what SQL alone cannot compute, in its transaction. */
+/** A migration whose data is rewritten by code (`backfill`), then finished by `after` (indexes over the new data). */
+type PostgresMigration = Migration & { backfill?: (client: PoolClient) => Promise<void>; after?: string };
 
 /**
- * PostgreSQL's schema, in the SQL that PostgreSQL-compatible distributed engines also accept:
- * an identity column, plain types and CHECK constraints, no extensions, triggers or functions.
+ * PostgreSQL's schema, in the SQL that PostgreSQL-compatible distributed engines also accept: an
+ * identity column, plain types and CHECK constraints, no triggers or functions of ours. The one
+ * extension, pg_trgm (for search), is used only where it can be made; without it search scans.
  */
-const MIGRATIONS: readonly Migration[] = [
+const MIGRATIONS: readonly PostgresMigration[] = [
   {
     version: 1,
     name: 'create users',
@@ -62,6 +68,85 @@ const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE idempotency_keys DROP COLUMN user_json;
     `,
   },
+  {
+    version: 5,
+    name: 'queries: folded text, sort indexes, trigram search',
+    // Times to the millisecond the API shows (a page's cursor compares them exactly); every sort
+    // field indexed with the id after it, text by code point (COLLATE "C"); search compares folded
+    // text (store.ts `fold`, filled in below), indexed by pg_trgm where the extension may be made.
+    sql: `
+      ALTER TABLE users ADD COLUMN name_folded TEXT NOT NULL DEFAULT '',
+        ADD COLUMN city_folded TEXT NOT NULL DEFAULT '';
+      UPDATE users SET created_at = date_trunc('milliseconds', created_at),
+        updated_at = date_trunc('milliseconds', updated_at);
+      ALTER TABLE users ALTER COLUMN created_at SET DEFAULT date_trunc('milliseconds', now()),
+        ALTER COLUMN updated_at SET DEFAULT date_trunc('milliseconds', now());
+      DROP INDEX users_name;
+      DROP INDEX users_city;
+      DROP INDEX users_age;
+      CREATE INDEX users_name ON users (name COLLATE "C", id);
+      CREATE INDEX users_city ON users (city COLLATE "C", id);
+      CREATE INDEX users_age ON users (age, id);
+      CREATE INDEX users_created_at ON users (created_at, id);
+      CREATE INDEX users_updated_at ON users (updated_at, id);
+      -- PostgreSQL counts a table by reading it; an exact count of all records is kept instead, by
+      -- triggers, so it holds whoever writes the table.
+      CREATE TABLE users_count (n BIGINT NOT NULL);
+      INSERT INTO users_count SELECT count(*) FROM users;
+      CREATE FUNCTION users_count_change() RETURNS trigger LANGUAGE plpgsql AS $f$
+      BEGIN
+        IF TG_OP = 'INSERT' THEN
+          UPDATE users_count SET n = n + (SELECT count(*) FROM changed);
+        ELSIF TG_OP = 'DELETE' THEN
+          UPDATE users_count SET n = n - (SELECT count(*) FROM changed);
+        ELSE
+          UPDATE users_count SET n = 0;
+        END IF;
+        RETURN NULL;
+      END $f$;
+      CREATE TRIGGER users_count_insert AFTER INSERT ON users REFERENCING NEW TABLE AS changed
+        FOR EACH STATEMENT EXECUTE FUNCTION users_count_change();
+      CREATE TRIGGER users_count_delete AFTER DELETE ON users REFERENCING OLD TABLE AS changed
+        FOR EACH STATEMENT EXECUTE FUNCTION users_count_change();
+      CREATE TRIGGER users_count_truncate AFTER TRUNCATE ON users
+        FOR EACH STATEMENT EXECUTE FUNCTION users_count_change();
+      DO $$
+      BEGIN
+        CREATE EXTENSION IF NOT EXISTS pg_trgm;
+      EXCEPTION WHEN OTHERS THEN
+        RAISE NOTICE 'pg_trgm is not available (%): search reads the whole table', SQLERRM;
+      END $$;
+    `,
+    backfill: async (client) => {
+      // Folded in batches by the service's own fold(), which PostgreSQL's lower() in a C locale is not.
+      for (let after = 0; ;) {
+        const { rows } = await client.query<{ id: string; name: string; city: string }>(
+          'SELECT id, name, city FROM users WHERE id > $1 ORDER BY id LIMIT 10000',
+          [after],
+        );
+        if (rows.length === 0) return;
+        await client.query(
+          `UPDATE users SET name_folded = f.name_folded, city_folded = f.city_folded
+           FROM unnest($1::bigint[], $2::text[], $3::text[]) AS f(id, name_folded, city_folded)
+           WHERE users.id = f.id`,
+          [rows.map((row) => row.id), rows.map((row) => fold(row.name)), rows.map((row) => fold(row.city))],
+        );
+        after = Number(rows.at(-1)?.id);
+      }
+    },
+    // The search indexes are built once over the folded text, not updated row by row as it is filled.
+    after: `
+      DO $$
+      DECLARE trgm TEXT := (SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm');
+      BEGIN
+        IF trgm IS NOT NULL THEN
+          EXECUTE format('CREATE INDEX users_search_name ON users USING gin (name_folded %s.gin_trgm_ops)', trgm);
+          EXECUTE format('CREATE INDEX users_search_city ON users USING gin (city_folded %s.gin_trgm_ops)', trgm);
+        END IF;
+      END $$;
+      ANALYZE users;
+    `,
+  },
 ];
 
 /** Any fixed number works; it only has to be the same in every instance of the service. */
@@ -79,6 +164,8 @@ export async function migratePostgres(pool: Pool): Promise<void> {
   client.on('error', ignore);
   try {
     await client.query('BEGIN');
+    // A migration of a large table takes longer than one request may.
+    await client.query('SET LOCAL statement_timeout = 0');
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY,
@@ -88,6 +175,8 @@ export async function migratePostgres(pool: Pool): Promise<void> {
     const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
     for (const migration of pendingMigrations(MIGRATIONS, new Set(rows.map((row) => row.version)))) {
       await client.query(migration.sql);
+      await migration.backfill?.(client);
+      if (migration.after !== undefined) await client.query(migration.after);
       await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
         migration.version,
         migration.name,

@@ -1,5 +1,5 @@
 import type { Pool, PoolClient, QueryConfig } from 'pg';
-import { IDEMPOTENCY_KEY_TTL_MS, type User } from '../store.ts';
+import { fold, IDEMPOTENCY_KEY_TTL_MS, type User } from '../store.ts';
 import type { KeyRow, Step } from '../write-rules.ts';
 
 /** A users row as node-postgres returns it: BIGINT ids as strings, TIMESTAMPTZ as Date. */
@@ -41,15 +41,22 @@ function queryOf(step: Step): QueryConfig {
     case 'insert':
       return {
         name: 'users-insert',
-        text: `INSERT INTO users (name, age, city) VALUES ($1, $2, $3) RETURNING ${COLUMNS}`,
-        values: [step.input.name, step.input.age, step.input.city],
+        text: `INSERT INTO users (name, age, city, name_folded, city_folded) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
+        values: [step.input.name, step.input.age, step.input.city, fold(step.input.name), fold(step.input.city)],
       };
     case 'update':
       return {
         name: 'users-update',
-        text: `UPDATE users SET name = $2, age = $3, city = $4, updated_at = now(), version = version + 1
-               WHERE id = $1 RETURNING ${COLUMNS}`,
-        values: [step.id, step.input.name, step.input.age, step.input.city],
+        text: `UPDATE users SET name = $2, age = $3, city = $4, name_folded = $5, city_folded = $6,
+               updated_at = date_trunc('milliseconds', now()), version = version + 1 WHERE id = $1 RETURNING ${COLUMNS}`,
+        values: [
+          step.id,
+          step.input.name,
+          step.input.age,
+          step.input.city,
+          fold(step.input.name),
+          fold(step.input.city),
+        ],
       };
     case 'delete':
       return { name: 'users-delete', text: 'DELETE FROM users WHERE id = $1', values: [step.id] };

@@ -1,5 +1,6 @@
 import type { Database } from 'better-sqlite3';
 import { type Migration, pendingMigrations } from '../migrations.ts';
+import { fold } from '../store.ts';
 
 /** SQLite's schema, applied in order at start. */
 const MIGRATIONS: readonly Migration[] = [
@@ -59,6 +60,36 @@ const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE idempotency_keys DROP COLUMN user_json;
     `,
   },
+  {
+    version: 5,
+    name: 'queries: folded text, sort indexes, trigram search',
+    // Search compares folded text (store.ts `fold`, registered on every connection as the SQL
+    // function fold); an FTS5 trigram index over it finds substrings of three characters or more.
+    // Every sortable field has an index ending in the id (SQLite adds the rowid to each).
+    sql: `
+      ALTER TABLE users ADD COLUMN name_folded TEXT NOT NULL DEFAULT '';
+      ALTER TABLE users ADD COLUMN city_folded TEXT NOT NULL DEFAULT '';
+      UPDATE users SET name_folded = fold(name), city_folded = fold(city);
+      CREATE INDEX users_created_at ON users (created_at);
+      CREATE INDEX users_updated_at ON users (updated_at);
+      CREATE VIRTUAL TABLE users_search USING fts5(
+        name_folded, city_folded, content = 'users', content_rowid = 'id', tokenize = 'trigram case_sensitive 1'
+      );
+      CREATE TRIGGER users_search_insert AFTER INSERT ON users BEGIN
+        INSERT INTO users_search (rowid, name_folded, city_folded) VALUES (new.id, new.name_folded, new.city_folded);
+      END;
+      CREATE TRIGGER users_search_delete AFTER DELETE ON users BEGIN
+        INSERT INTO users_search (users_search, rowid, name_folded, city_folded)
+          VALUES ('delete', old.id, old.name_folded, old.city_folded);
+      END;
+      CREATE TRIGGER users_search_update AFTER UPDATE OF name_folded, city_folded ON users BEGIN
+        INSERT INTO users_search (users_search, rowid, name_folded, city_folded)
+          VALUES ('delete', old.id, old.name_folded, old.city_folded);
+        INSERT INTO users_search (rowid, name_folded, city_folded) VALUES (new.id, new.name_folded, new.city_folded);
+      END;
+      INSERT INTO users_search (users_search) VALUES ('rebuild');
+    `,
+  },
 ];
 
 /**
@@ -66,6 +97,7 @@ const MIGRATIONS: readonly Migration[] = [
  * same file apply each migration once. Refuses a database written by a newer version.
  */
 export function migrate(db: Database): void {
+  db.function('fold', { deterministic: true }, (text: unknown) => fold(String(text)));
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY,
     name TEXT NOT NULL,

@@ -8,6 +8,7 @@ import {
   type CreateResult,
   type IdempotencyKey,
   type ListFilter,
+  type ListOrder,
   type Precondition,
   StoreUnavailableError,
   type User,
@@ -136,8 +137,8 @@ export class SqliteStore implements UserStore {
     }
   }
 
-  list(filter: ListFilter): Promise<User[]> {
-    return this.#read(() => this.#reads.list(filter));
+  list(filter: ListFilter, order?: ListOrder): Promise<User[]> {
+    return this.#read(() => this.#reads.list(filter, order));
   }
 
   get(id: number): Promise<User | undefined> {
@@ -148,8 +149,8 @@ export class SqliteStore implements UserStore {
     return this.#read(() => this.#reads.version());
   }
 
-  count(): Promise<number> {
-    return this.#read(() => this.#reads.count());
+  count(filter?: ListFilter): Promise<number> {
+    return this.#read(() => this.#reads.count(filter));
   }
 
   create(input: UserInput): Promise<User> {

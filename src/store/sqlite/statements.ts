@@ -1,8 +1,57 @@
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
-import { IDEMPOTENCY_KEY_TTL_MS, type ListFilter, type User } from '../store.ts';
+import { Binder, COLUMN, conditions, countQuery, type Dialect, listQuery } from '../list-sql.ts';
+import {
+  fold,
+  IDEMPOTENCY_KEY_TTL_MS,
+  narrows,
+  type ListFilter,
+  type ListOrder,
+  type SortField,
+  type User,
+} from '../store.ts';
 import type { KeyRow, Step } from '../write-rules.ts';
 import { toUser, type UserRow } from './rows.ts';
+
+/** Search by trigram index from three characters; shorter text is looked for row by row. */
+const TRIGRAM = 3;
+
+/**
+ * A sorted search with fewer matches than this reads them all by the trigram index and sorts them;
+ * with more, it reads records in the sort's order and keeps those that match, which finds a page
+ * after reading about (page size × records / matches) of them.
+ */
+const FEW_MATCHES = 4000;
+
+/** Distinct listing statements kept prepared; past this, the least recently used is dropped. */
+const STATEMENTS_KEPT = 256;
+
+/** The trigram tokenizer's phrase for a substring of the folded name or city; quotes inside doubled. */
+function phrase(text: string): string {
+  return `{name_folded city_folded}: "${text.replaceAll('"', '""')}"`;
+}
+
+/** Whether the trigram index can answer a search for this (folded) text. */
+function indexed(text: string): boolean {
+  return [...text].length >= TRIGRAM;
+}
+
+/** How SQLite writes a listing: `?` placeholders, times in ms, text in byte (code point) order. */
+const SQLITE: Dialect = {
+  param: () => '?',
+  time: (ms) => ms,
+  byCodePoint: (column) => column,
+  search: (text, bind) =>
+    indexed(text)
+      ? `id IN (SELECT rowid FROM users_search WHERE users_search MATCH ${bind(phrase(text))})`
+      : SCAN.search(text, bind),
+};
+
+/** The same, with a search that looks at each record read (no index). */
+const SCAN: Dialect = {
+  ...SQLITE,
+  search: (text, bind) => `(instr(name_folded, ${bind(text)}) > 0 OR instr(city_folded, ${bind(text)}) > 0)`,
+};
 
 /** The statements that read, prepared once per connection. */
 export class ReadStatements {
@@ -11,7 +60,7 @@ export class ReadStatements {
   readonly #version: Statement<[], { version: number }>;
   readonly #count: Statement<[], number>;
   readonly #findKey: Statement<[string, number], { fingerprint: string; user_id: number }>;
-  readonly #lists = new Map<string, Statement<Record<string, unknown>, UserRow>>();
+  readonly #lists = new Map<string, Statement<unknown[], UserRow>>();
 
   constructor(db: Database.Database) {
     this.#db = db;
@@ -30,8 +79,17 @@ export class ReadStatements {
     return (this.#version.get() as { version: number }).version;
   }
 
-  count(): number {
-    return this.#count.get() as number;
+  count(filter: ListFilter = {}): number {
+    const { search, ...others } = filter;
+    if (!narrows(filter)) return this.#count.get() as number;
+    const folded = search === undefined ? undefined : fold(search);
+    if (folded !== undefined && indexed(folded) && !narrows(others)) {
+      // The search alone: its index counts the matches without reading a record.
+      const matches = this.#statement('SELECT count(*) AS count FROM users_search WHERE users_search MATCH ?');
+      return (matches.get(phrase(folded)) as unknown as { count: number }).count;
+    }
+    const { text, values } = countQuery(filter, SQLITE);
+    return Number((this.#statement(text).get(...values) as unknown as { count: number }).count);
   }
 
   findKey(key: string): KeyRow | undefined {
@@ -39,21 +97,97 @@ export class ReadStatements {
     return row === undefined ? undefined : { fingerprint: row.fingerprint, userId: row.user_id };
   }
 
-  list(filter: ListFilter): User[] {
-    const conditions: string[] = [];
-    if (filter.name !== undefined) conditions.push('name = @name');
-    if (filter.age !== undefined) conditions.push('age = @age');
-    if (filter.city !== undefined) conditions.push('city = @city');
-    if (filter.afterId !== undefined) conditions.push('id > @afterId');
-    const where = conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : '';
-    const limit = filter.limit !== undefined ? 'LIMIT @limit' : '';
-    const sql = `SELECT * FROM users ${where} ORDER BY id ${limit}`;
-    let statement = this.#lists.get(sql);
-    if (statement === undefined) {
-      statement = this.#db.prepare(sql);
-      this.#lists.set(sql, statement);
+  /**
+   * Records in creation order, or sorted. One descending key (other than the id) is read a group
+   * of equal values at a time, each by the index on (key, id): a page then costs the same however
+   * many records share a value (SQLite would otherwise sort every equal value to find the first
+   * ids). A search in id order walks the trigram index in rowid order and stops at the page's end;
+   * in another order, it reads few matches by the index, or many in the sort's order (FEW_MATCHES).
+   */
+  list(filter: ListFilter, order?: ListOrder): User[] {
+    const sort = order?.sort ?? [];
+    const [key] = sort;
+    const folded = filter.search === undefined ? undefined : fold(filter.search);
+    const byId = sort.length === 0 || (sort.length === 1 && key?.field === 'id');
+    if (folded !== undefined && indexed(folded) && byId) {
+      return this.#searchById(filter, folded, key?.descending ?? false, order?.after?.id);
     }
-    return statement.all({ ...filter }).map(toUser);
+    // Few matches are read by the index and sorted; otherwise records are read in order and checked.
+    const fromIndex = folded !== undefined && indexed(folded) && this.#fewMatches(folded);
+    if (sort.length === 1 && key !== undefined && key.descending && key.field !== 'id' && !fromIndex) {
+      return this.#descendingGroups(filter, key.field, order?.after, SCAN);
+    }
+    const dialect = fromIndex ? SQLITE : SCAN;
+    const { text, values } = listQuery(filter, order, dialect, '*');
+    return this.#statement(text)
+      .all(...values)
+      .map(toUser);
+  }
+
+  /** Whether the trigram index finds fewer than FEW_MATCHES records for the text. */
+  #fewMatches(folded: string): boolean {
+    const probe = this.#statement(
+      `SELECT count(*) AS count FROM (SELECT rowid FROM users_search WHERE users_search MATCH ? LIMIT ${FEW_MATCHES})`,
+    );
+    return (probe.get(phrase(folded)) as unknown as { count: number }).count < FEW_MATCHES;
+  }
+
+  /** A search in id order: the trigram index yields matches in rowid order, so a page reads only its own. */
+  #searchById(filter: ListFilter, folded: string, descending: boolean, afterCursor: number | undefined): User[] {
+    const b = new Binder(SQLITE);
+    const where = [`users_search MATCH ${b.bind(phrase(folded))}`];
+    where.push(...conditions({ ...filter, search: undefined, afterId: undefined, limit: undefined }, SQLITE, b));
+    if (filter.afterId !== undefined) where.push(`s.rowid > ${b.bind(filter.afterId)}`);
+    if (afterCursor !== undefined) where.push(`s.rowid ${descending ? '<' : '>'} ${b.bind(afterCursor)}`);
+    const limit = filter.limit === undefined ? '' : ` LIMIT ${b.bind(filter.limit)}`;
+    const text =
+      `SELECT users.* FROM users_search AS s JOIN users ON users.id = s.rowid WHERE ${where.join(' AND ')}` +
+      ` ORDER BY s.rowid ${descending ? 'DESC' : 'ASC'}${limit}`;
+    return this.#statement(text)
+      .all(...b.values)
+      .map(toUser);
+  }
+
+  #descendingGroups(filter: ListFilter, field: SortField, after: ListOrder['after'], dialect: Dialect): User[] {
+    const limit = filter.limit ?? Number.POSITIVE_INFINITY;
+    const base = { ...filter, limit: undefined };
+    const column = COLUMN[field];
+    const users: User[] = [];
+    const group = (value: unknown, afterId: number) => {
+      const b = new Binder(dialect);
+      const where = [...conditions(base, dialect, b), `${column} = ${b.bind(value)}`, `id > ${b.bind(afterId)}`];
+      const cap = Number.isFinite(limit) ? ` LIMIT ${b.bind(limit - users.length)}` : '';
+      const text = `SELECT * FROM users WHERE ${where.join(' AND ')} ORDER BY id${cap}`;
+      for (const row of this.#statement(text).all(...b.values)) users.push(toUser(row));
+    };
+    let value: unknown = after?.values[0];
+    if (after !== undefined) group(value, after.id);
+    while (users.length < limit) {
+      const b = new Binder(dialect);
+      const where = conditions(base, dialect, b);
+      if (value !== undefined) where.push(`${column} < ${b.bind(value)}`);
+      const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
+      const next = this.#statement(`SELECT ${column} AS value FROM users${clause} ORDER BY ${column} DESC LIMIT 1`).get(
+        ...b.values,
+      ) as unknown as { value: unknown } | undefined;
+      if (next === undefined) break;
+      value = next.value;
+      group(value, 0);
+    }
+    return users;
+  }
+
+  /** A listing statement, prepared once while it is among the STATEMENTS_KEPT most recently used. */
+  #statement(text: string): Statement<unknown[], UserRow> {
+    let statement = this.#lists.get(text);
+    if (statement === undefined) {
+      statement = this.#db.prepare(text);
+      if (this.#lists.size >= STATEMENTS_KEPT) this.#lists.delete(this.#lists.keys().next().value as string);
+    } else {
+      this.#lists.delete(text);
+    }
+    this.#lists.set(text, statement);
+    return statement;
   }
 
   /** The read steps of a program (a replay's look-up). */
@@ -73,8 +207,8 @@ export class ReadStatements {
 /** The statements that write, prepared once on the writer's connection. */
 export class WriteStatements {
   readonly reads: ReadStatements;
-  readonly #insert: Statement<[string, number, string, number, number], UserRow>;
-  readonly #update: Statement<[string, number, string, number, number], UserRow>;
+  readonly #insert: Statement<[string, number, string, number, number, string, string], UserRow>;
+  readonly #update: Statement<[string, number, string, string, string, number, number], UserRow>;
   readonly #delete: Statement<[number]>;
   readonly #insertKey: Statement<[string, string, number, number]>;
   readonly #dropExpiredKeys: Statement<[number]>;
@@ -84,11 +218,12 @@ export class WriteStatements {
   constructor(db: Database.Database) {
     this.reads = new ReadStatements(db);
     this.#insert = db.prepare(
-      'INSERT INTO users (name, age, city, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING *',
+      `INSERT INTO users (name, age, city, created_at, updated_at, name_folded, city_folded)
+       VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *`,
     );
     this.#update = db.prepare(
-      `UPDATE users SET name = ?, age = ?, city = ?, updated_at = ?, version = version + 1
-       WHERE id = ? RETURNING *`,
+      `UPDATE users SET name = ?, age = ?, city = ?, name_folded = ?, city_folded = ?, updated_at = ?,
+       version = version + 1 WHERE id = ? RETURNING *`,
     );
     this.#delete = db.prepare('DELETE FROM users WHERE id = ?');
     this.#insertKey = db.prepare(
@@ -109,11 +244,11 @@ export class WriteStatements {
       case 'insert': {
         const now = Date.now();
         const { name, age, city } = step.input;
-        return toUser(this.#insert.get(name, age, city, now, now) as UserRow);
+        return toUser(this.#insert.get(name, age, city, now, now, fold(name), fold(city)) as UserRow);
       }
       case 'update': {
         const { name, age, city } = step.input;
-        return toUser(this.#update.get(name, age, city, Date.now(), step.id) as UserRow);
+        return toUser(this.#update.get(name, age, city, fold(name), fold(city), Date.now(), step.id) as UserRow);
       }
       case 'delete':
         this.#delete.run(step.id);

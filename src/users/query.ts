@@ -1,0 +1,151 @@
+import type { FieldError } from '../http/problem.ts';
+import { invalidInput } from '../http/validation.ts';
+import {
+  type ListFilter,
+  type ListOrder,
+  RANGE_FIELDS,
+  RANGE_OPS,
+  type Range,
+  type SortField,
+  type SortKey,
+  sortValue,
+  type User,
+} from '../store/store.ts';
+import type { ListQuery } from './schemas.ts';
+
+/** A listing request as the store takes it: what matches, in which order, from where, how many. */
+export interface Listing {
+  filter: ListFilter;
+  /** Undefined: creation order. */
+  order: ListOrder | undefined;
+  /** The `sort` parameter as given, which a cursor must match. */
+  sortText: string | undefined;
+}
+
+const TIME_FIELDS = new Set(['createdAt', 'updatedAt']);
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
+
+/** An RFC 3339 date and time in ms since the epoch, or NaN when it names no moment (February 30th, 25:00). */
+export function parseTime(text: string): number {
+  const parts = RFC3339.exec(text);
+  if (parts === null) return Number.NaN;
+  const [year, month, day, hour, minute, second] = parts.slice(1, 7).map(Number) as number[];
+  const daysInMonth = new Date(Date.UTC(year as number, month as number, 0)).getUTCDate();
+  const [offsetHours, offsetMinutes] = [Number(parts[9] ?? 0), Number(parts[10] ?? 0)];
+  if (
+    (month as number) < 1 ||
+    (month as number) > 12 ||
+    (day as number) < 1 ||
+    (day as number) > daysInMonth ||
+    (hour as number) > 23 ||
+    (minute as number) > 59 ||
+    (second as number) > 59 ||
+    offsetHours > 23 ||
+    offsetMinutes > 59
+  ) {
+    return Number.NaN;
+  }
+  const fraction = Math.trunc(Number(parts[7] ?? 0) * 1000);
+  const offset = (parts[8] === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000;
+  return Date.UTC(year as number, (month as number) - 1, day, hour, minute, second, fraction) - offset;
+}
+
+/** `age,-name` as sort keys; a field named twice is a fault. */
+function parseSort(text: string, faults: FieldError[]): SortKey[] {
+  const keys = text.split(',').map((part) => ({
+    field: part.replace(/^-/, '') as SortField,
+    descending: part.startsWith('-'),
+  }));
+  if (new Set(keys.map((key) => key.field)).size !== keys.length) {
+    faults.push({ parameter: 'sort', detail: 'must name each field at most once' });
+  }
+  return keys;
+}
+
+/**
+ * The cursor of the next page: opaque to clients, it holds the sort it belongs to and the last
+ * record's sort values and id.
+ */
+export function encodeCursor(sortText: string, sort: readonly SortKey[], last: User): string {
+  const position = { s: sortText, v: sort.map((key) => sortValue(last, key.field)), i: last.id };
+  return Buffer.from(JSON.stringify(position)).toString('base64url');
+}
+
+function decodeCursor(text: string, sortText: string, sort: readonly SortKey[]): ListOrder['after'] | undefined {
+  try {
+    const position = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as {
+      s?: unknown;
+      v?: unknown;
+      i?: unknown;
+    };
+    const values = position.v;
+    if (
+      position.s !== sortText ||
+      !Array.isArray(values) ||
+      values.length !== sort.length ||
+      !Number.isSafeInteger(position.i) ||
+      !values.every((value, i) =>
+        ['name', 'city'].includes((sort[i] as SortKey).field) ? typeof value === 'string' : Number.isFinite(value),
+      )
+    ) {
+      return undefined;
+    }
+    return { values: values as Array<string | number>, id: position.i as number };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The listing a validated query asks for. Faults the schema cannot see (a field sorted twice, a
+ * date that does not exist, a cursor of another sort, `after` with a sort) are reported together.
+ */
+export function parseListing(query: ListQuery): Listing {
+  const faults: FieldError[] = [];
+  const ranges: Range[] = [];
+  for (const field of RANGE_FIELDS) {
+    for (const op of RANGE_OPS) {
+      const parameter = `${field}.${op}`;
+      const text = query[parameter];
+      if (text === undefined) continue;
+      const value = TIME_FIELDS.has(field) ? parseTime(text) : Number(text);
+      if (Number.isNaN(value)) faults.push({ parameter, detail: 'must be a date and time that exists' });
+      else ranges.push({ field, op, value });
+    }
+  }
+  const filter: ListFilter = {
+    name: query.name,
+    city: query.city,
+    age: query.age === undefined ? undefined : Number(query.age),
+    ranges: ranges.length > 0 ? ranges : undefined,
+    search: query.q,
+    afterId: query.after === undefined ? undefined : Number(query.after),
+  };
+  let order: ListOrder | undefined;
+  if (query.sort !== undefined) {
+    order = { sort: parseSort(query.sort, faults) };
+    if (query.after !== undefined) {
+      faults.push({
+        parameter: 'after',
+        detail: 'pages in creation order only; with sort, follow the cursor of the Link',
+      });
+    }
+    if (query.cursor !== undefined) {
+      order.after = decodeCursor(query.cursor, query.sort, order.sort);
+      if (order.after === undefined) {
+        faults.push({ parameter: 'cursor', detail: 'is not a cursor of this sort; start again without it' });
+      }
+    }
+  } else if (query.cursor !== undefined) {
+    faults.push({ parameter: 'cursor', detail: 'goes with the sort it came with' });
+  }
+  if (faults.length > 0) throw invalidInput(faults);
+  return { filter, order, sortText: query.sort };
+}
+
+/** Whether the request asked for the total count (`Prefer: count=exact`, RFC 7240). */
+export function wantsCount(prefer: string | string[] | undefined): boolean {
+  if (prefer === undefined) return false;
+  const text = Array.isArray(prefer) ? prefer.join(',') : prefer;
+  return text.split(',').some((preference) => preference.split(';')[0]?.trim().toLowerCase() === 'count=exact');
+}
