@@ -3,7 +3,7 @@
 // The PostgreSQL half needs a server: TEST_DATABASE_URL if given, else a throwaway cluster started
 // here from the local PostgreSQL binaries and removed after. Without either, that half is skipped
 // and says so; with TEST_POSTGRES_REQUIRED=1 (as in CI) it fails instead.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { hideCredentials } from '../src/config/load.ts';
@@ -41,6 +41,11 @@ if (postgres !== undefined) {
   }
 }
 
+// Test files run side by side: most of their time is spent waiting on child processes, sockets and
+// timers, not on a core, so four at a time finish sooner even on two cores. TEST_CONCURRENCY=1
+// runs them one by one.
+const CONCURRENCY = Number(process.env.TEST_CONCURRENCY ?? 4);
+
 const stopCluster = async () => {
   const running = cluster;
   cluster = undefined;
@@ -50,9 +55,17 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => void stopCluster().finally(() => process.exit(130)));
 }
 
-const child = spawn(process.execPath, ['--import', 'tsx', '--test', ...files], {
+// The server processes the tests start run one bundle of src/, built here once (test/helpers/server.ts).
+const bundle = '.tmp/test-run/server.mjs';
+execFileSync(process.execPath, ['scripts/build.mjs', bundle], { stdio: 'inherit' });
+
+const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${CONCURRENCY}`, ...files], {
   stdio: 'inherit',
-  env: { ...process.env, ...(postgres === undefined ? {} : { TEST_DATABASE_URL: postgres }) },
+  env: {
+    ...process.env,
+    TEST_SERVER_BUNDLE: bundle,
+    ...(postgres === undefined ? {} : { TEST_DATABASE_URL: postgres }),
+  },
 });
 const code = await new Promise<number>((resolve) => child.once('exit', (status) => resolve(status ?? 1)));
 await stopCluster();

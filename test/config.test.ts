@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { type Config, ConfigError, loadConfig } from '../src/config/load.ts';
+import { tempDir } from './helpers/server.ts';
 
 type Env = Record<string, string | undefined>;
 
@@ -30,7 +30,9 @@ const DEFAULTS: Config = {
   allowedHosts: [],
 };
 
-const tokenFile = join(mkdtempSync(join(tmpdir(), 'user-records-config-')), 'tokens');
+const scratch = tempDir('user-records-config-');
+process.once('exit', scratch.cleanup);
+const tokenFile = join(scratch.dir, 'tokens');
 writeFileSync(
   tokenFile,
   '# service tokens\nread:r3adT0ken-4f9c2b7e1d8a6053-kq7xw\n\n  write:wr1te_token-9b3e5c1a7f2d4068-zm4=  \n',

@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import Sqlite from 'better-sqlite3';
 import { BACKENDS } from './helpers/backends.ts';
 import { call } from './helpers/http.ts';
+import { waitFor } from './helpers/load.ts';
 import { assertNotLogged } from './helpers/log-check.ts';
 import { scaled } from './helpers/scale.ts';
 import { type RunningServer, startServer } from './helpers/server.ts';
@@ -20,6 +21,8 @@ const ROUNDS: Record<string, number> = { sqlite: scaled(5, 30), postgresql: scal
 const WRITERS = 20;
 /** The most requests one writer sends in a round: the kill comes long before. */
 const PER_WRITER = 400;
+/** Answered writes each round must have before its kill, so that every round checks something. */
+const MIN_PER_ROUND = 10;
 
 /** Opens the killed server's file directly: integrity, then the rows it holds, in id order. */
 function inspectSqlite(path: string): Listed[] {
@@ -76,6 +79,9 @@ for (const [index, backend] of BACKENDS.entries()) {
           });
           const wait = 50 + Math.floor(random() * 551);
           await new Promise((resolve) => setTimeout(resolve, wait));
+          // The kill comes at a random moment, but not before this round has some answered writes to
+          // check: on a busy machine the random wait alone may be over before ten are (bounded).
+          await waitFor(() => load.answered() >= MIN_PER_ROUND, 30_000);
           await server.stop('SIGKILL');
           await load.stop();
           perRound.push(load.answered());
@@ -85,7 +91,7 @@ for (const [index, backend] of BACKENDS.entries()) {
         assert.equal(await server?.stop('SIGTERM'), 0, 'the last server did not stop cleanly');
 
         const answered = perRound.reduce((sum, count) => sum + count, 0);
-        assert.ok(answered >= rounds * 10, `only ${answered} writes were answered in ${rounds} rounds`);
+        assert.ok(answered >= rounds * MIN_PER_ROUND, `only ${answered} writes were answered in ${rounds} rounds`);
         assert.ok(model.answered.patch + model.answered.delete > 0, 'no update or delete was answered');
         const allLogs = logs.flat();
         const sample = [...model.sentValues].filter((_, i) => i % 50 === 0);

@@ -39,11 +39,15 @@ for (const backend of BACKENDS) {
     it(`${CONNECTIONS} connections of mixed reads and writes for ${DURATION_MS / 1000} s: no errors, flat memory`, async (t) => {
       const database = await backend.fresh();
       // RATE_LIMIT off: all of this load comes from one address, and a per-client limit (429) is
-      // being added; overload shedding stays at its default, so a 503 here is a real finding.
+      // being added. Overload shedding is raised out of reach (OVERLOAD_LAG_MS 60000, as the test
+      // helper does): on a busy machine this load runs the event loop late enough to shed, which
+      // would be the machine, not the service; shedding has tests of its own (limits, request-path,
+      // worst-requests). So a 503 here is a real finding: the database did not answer.
       const server = await startServer({
         DATABASE_URL: database.url,
         RATE_LIMIT: 'off',
         API_TOKENS: `write:${TOKEN}`,
+        OVERLOAD_LAG_MS: '60000',
       });
       const logs = new LogWatch(server.logs, [PREFIX, TOKEN]);
       const samples: Array<{ at: number; rss: number }> = [];

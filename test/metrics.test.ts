@@ -9,10 +9,11 @@ import { HttpError } from '../src/http/problem.ts';
 import { registerMetrics } from '../src/ops/metrics.ts';
 import type { UserStore } from '../src/store/store.ts';
 import { BACKENDS, type Database } from './helpers/backends.ts';
-import { call, createUser, getOnNewConnection } from './helpers/http.ts';
+import { appForSuite } from './helpers/app.ts';
+import { call, createUser, getOnNewConnection, type Target } from './helpers/http.ts';
 import { sendRaw } from './helpers/raw-http.ts';
 import { waitFor } from './helpers/load.ts';
-import { pidsLogging, type RunningServer, serverForSuite, startServer } from './helpers/server.ts';
+import { pidsLogging, type RunningServer, startServer } from './helpers/server.ts';
 
 /** One scrape: the text, and each sample's value by `name{label="value",...}` with labels sorted. */
 interface Scrape {
@@ -48,10 +49,19 @@ function parse(text: string): Map<string, number> {
   return samples;
 }
 
-/** GET /metrics on a connection of its own (so that, with workers, any of them may answer). */
-function scrape(base: string): Promise<Scrape> {
+/**
+ * GET /metrics: through app.inject for an app in this process; for a URL, on a connection of its
+ * own (so that, with workers, any of them may answer).
+ */
+async function scrape(target: Target): Promise<Scrape> {
+  if (typeof target !== 'string') {
+    const answer = await call(target, 'GET', '/metrics');
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(answer.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8');
+    return { text: answer.text, samples: parse(answer.text) };
+  }
   return new Promise((resolve, reject) => {
-    const outgoing = request(`${base}/metrics`, { agent: false }, (answer) => {
+    const outgoing = request(`${target}/metrics`, { agent: false }, (answer) => {
       let text = '';
       answer.setEncoding('utf8');
       answer.on('data', (chunk: string) => (text += chunk));
@@ -84,22 +94,25 @@ const NAME = 'Quillon Metricsworth';
 const CITY = 'Zyxbridge';
 const UNKNOWN_PATH = '/no-such-page/Zyxbridge-secret';
 
+// In process (buildApp, app.inject) on each store; over the app's socket for requests refused before
+// routing. The sum over WORKERS=2 at the end runs the real server.
 for (const backend of BACKENDS) {
   describe(`GET /metrics [${backend.name}]`, { skip: backend.skip }, () => {
-    const server = serverForSuite({}, backend);
+    const suite = appForSuite({}, backend);
+    const app = () => suite.current.app;
     let first: Scrape;
     let last: Scrape;
     const created: number[] = [];
 
     before(async () => {
-      first = await scrape(server.url);
-      for (let i = 0; i < 3; i++) created.push(await createUser(server.url, `${NAME} ${i}`, 40 + i, CITY));
-      for (const id of created) assert.equal((await call(server.url, 'GET', `/users/${id}`)).status, 200);
-      assert.equal((await call(server.url, 'GET', '/users/999999')).status, 404);
-      assert.equal((await call(server.url, 'GET', UNKNOWN_PATH)).status, 404);
-      assert.equal((await call(server.url, 'POST', `/users?name=${NAME}&age=old&city=${CITY}`)).status, 400);
-      assert.equal((await call(server.url, 'GET', '/users?limit=2')).status, 200);
-      last = await scrape(server.url);
+      first = await scrape(app());
+      for (let i = 0; i < 3; i++) created.push(await createUser(app(), `${NAME} ${i}`, 40 + i, CITY));
+      for (const id of created) assert.equal((await call(app(), 'GET', `/users/${id}`)).status, 200);
+      assert.equal((await call(app(), 'GET', '/users/999999')).status, 404);
+      assert.equal((await call(app(), 'GET', UNKNOWN_PATH)).status, 404);
+      assert.equal((await call(app(), 'POST', `/users?name=${NAME}&age=old&city=${CITY}`)).status, 400);
+      assert.equal((await call(app(), 'GET', '/users?limit=2')).status, 200);
+      last = await scrape(app());
     });
 
     it('counts requests by method, route pattern and status, by exactly what was sent', () => {
@@ -160,10 +173,10 @@ for (const backend of BACKENDS) {
     });
 
     it('serves GET only, uncached', async () => {
-      const answer = await call(server.url, 'GET', '/metrics');
+      const answer = await call(app(), 'GET', '/metrics');
       assert.equal(answer.headers.get('cache-control'), 'no-store');
-      assert.equal((await call(server.url, 'POST', '/metrics')).status, 405);
-      const options = await call(server.url, 'OPTIONS', '/metrics');
+      assert.equal((await call(app(), 'POST', '/metrics')).status, 405);
+      const options = await call(app(), 'OPTIONS', '/metrics');
       assert.equal(options.status, 204);
       assert.equal(options.headers.get('allow'), 'GET, HEAD, OPTIONS');
     });
@@ -171,11 +184,11 @@ for (const backend of BACKENDS) {
 }
 
 describe('GET /metrics after requests refused before routing', () => {
-  const server = serverForSuite({ REQUEST_TIMEOUT_MS: '1000' });
+  const suite = appForSuite({ REQUEST_TIMEOUT_MS: '1000' });
   const head = (lines: string[]) => Buffer.from(`${lines.join('\r\n')}\r\n\r\n`);
 
   it('counts them by status, since no route (and no request counter) sees them', async () => {
-    const first = await scrape(server.url);
+    const first = await scrape(suite.current.app);
     const sent: Array<[status: number, bytes: Buffer]> = [
       [400, Buffer.from('NOT HTTP AT ALL\r\n\r\n')],
       [400, head(['GET /us%ZZers HTTP/1.1', 'Host: a', 'Connection: close'])],
@@ -184,8 +197,8 @@ describe('GET /metrics after requests refused before routing', () => {
       // Headers that never end: the request timeout answers.
       [408, Buffer.from('GET /users HTTP/1.1\r\nHost: a\r\n')],
     ];
-    for (const [status, bytes] of sent) assert.equal((await sendRaw(server.url, bytes)).status, status);
-    const last = await scrape(server.url);
+    for (const [status, bytes] of sent) assert.equal((await sendRaw(suite.current.url, bytes)).status, status);
+    const last = await scrape(suite.current.app);
     for (const status of ['400', '408', '417', '431']) {
       const expected = sent.filter(([sentStatus]) => String(sentStatus) === status).length;
       assert.equal(moved(first, last, 'http_requests_refused_before_routing_total', { status }), expected, status);
@@ -194,13 +207,13 @@ describe('GET /metrics after requests refused before routing', () => {
 });
 
 describe('GET /metrics with the rate limit reached', () => {
-  const server = serverForSuite({ RATE_LIMIT: '3' });
+  const suite = appForSuite({ RATE_LIMIT: '3' });
 
   it('counts each 429 of the real rate limit', async () => {
     const statuses: number[] = [];
-    for (let i = 0; i < 5; i++) statuses.push((await call(server.url, 'GET', '/users?limit=1')).status);
+    for (let i = 0; i < 5; i++) statuses.push((await call(suite.current.app, 'GET', '/users?limit=1')).status);
     assert.deepEqual(statuses, [200, 200, 200, 429, 429]);
-    const after = await scrape(server.url);
+    const after = await scrape(suite.current.app);
     assert.equal(value(after, 'http_requests_rate_limited_total'), 2);
     assert.equal(value(after, 'http_requests_total', { method: 'GET', route: '/users', status: '429' }), 2);
   });
@@ -284,7 +297,8 @@ describe('GET /metrics with WORKERS=2', { timeout: 60_000 }, () => {
     for (let i = 0; i < 20; i++) assert.equal(await getOnNewConnection(server.url, '/healthz'), 200);
     const workers = pidsLogging(server.logs, 'Server listening at');
     assert.ok(
-      await waitFor(() => pidsLogging(server?.logs ?? [], 'request completed').size === 2, 2000),
+      // Bounded, generously: the lines come through a pipe that a busy machine may read late.
+      await waitFor(() => pidsLogging(server?.logs ?? [], 'request completed').size === 2, 30_000),
       'the requests did not reach both workers',
     );
     for (let i = 0; i < 4; i++) {
@@ -302,7 +316,7 @@ describe('GET /metrics with WORKERS=2', { timeout: 60_000 }, () => {
     const before = await scrape(server.url);
     const [victim] = pidsLogging(server.logs, 'Server listening at');
     process.kill(victim as number, 'SIGKILL');
-    const replaced = await waitFor(() => pidsLogging(server?.logs ?? [], 'Server listening at').size === 3, 10_000);
+    const replaced = await waitFor(() => pidsLogging(server?.logs ?? [], 'Server listening at').size === 3, 30_000);
     assert.ok(replaced, 'no new worker started');
     // The dead worker's counts stay as of the last scrape; only a scrape it answered last is lost.
     let previous = value(before, 'http_requests_total', scrapes);

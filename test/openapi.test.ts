@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
+import { appForSuite } from './helpers/app.ts';
+import { call } from './helpers/http.ts';
 
 type Json = Record<string, unknown>;
 
@@ -33,29 +33,18 @@ function operation(doc: Json, path: string, method: string): Json {
   return objectAt(item, method, `${method.toUpperCase()} ${path}`);
 }
 
+// In process: the document the app serves (buildApp, app.inject).
 describe('OpenAPI document', () => {
-  let server: RunningServer | undefined;
-  let cleanup: (() => void) | undefined;
+  const suite = appForSuite();
   let doc: Json = {};
 
   before(async () => {
-    const temp = tempDir();
-    cleanup = temp.cleanup;
-    server = await startServer({ DATABASE_URL: join(temp.dir, 'users.db') });
-    const response = await fetch(`${server.url}/openapi.json`);
-    assert.equal(response.status, 200);
-    assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
-    const body: unknown = await response.json();
+    const answer = await call(suite.current.app, 'GET', '/openapi.json');
+    assert.equal(answer.status, 200);
+    assert.match(answer.headers.get('content-type') ?? '', /^application\/json/);
+    const body: unknown = JSON.parse(answer.text);
     assert.ok(isObject(body), '/openapi.json is not a JSON object');
     doc = body;
-  });
-
-  after(async () => {
-    try {
-      await server?.stop();
-    } finally {
-      cleanup?.();
-    }
   });
 
   it('is valid OpenAPI 3.1', async () => {
@@ -115,10 +104,9 @@ describe('OpenAPI document', () => {
   });
 
   it('/docs answers 200 with HTML', async () => {
-    assert.ok(server !== undefined, 'the server did not start');
-    const response = await fetch(`${server.url}/docs`);
-    assert.equal(response.status, 200);
-    assert.match(response.headers.get('content-type') ?? '', /^text\/html/);
-    assert.match(await response.text(), /<html/i);
+    const answer = await call(suite.current.app, 'GET', '/docs');
+    assert.equal(answer.status, 200);
+    assert.match(answer.headers.get('content-type') ?? '', /^text\/html/);
+    assert.match(answer.text, /<html/i);
   });
 });

@@ -6,8 +6,10 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS } from './helpers/chromium.ts';
-import { type Answer, assertProblem, call } from './helpers/http.ts';
-import { serverForSuite, startServer, tempDir } from './helpers/server.ts';
+import { appForSuite } from './helpers/app.ts';
+import { type Answer, call } from './helpers/http.ts';
+import { runScenario, runScenarios, type Scenario } from './helpers/scenario.ts';
+import { startServer, tempDir } from './helpers/server.ts';
 
 const JSON_CSP = "default-src 'none';frame-ancestors 'none'";
 const APP = 'https://app.example.com';
@@ -26,6 +28,8 @@ const EXPOSED = [
   'RateLimit-Reset',
   'X-Request-Id',
   'Idempotent-Replayed',
+  'X-Total-Count',
+  'Preference-Applied',
 ];
 const ALLOWED_HEADERS = [
   'Authorization',
@@ -33,6 +37,7 @@ const ALLOWED_HEADERS = [
   'If-Match',
   'If-None-Match',
   'Idempotency-Key',
+  'Prefer',
   'X-Request-Id',
 ];
 const ALLOWED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -66,8 +71,10 @@ function assertNoCors(answer: Answer, what: string): void {
   }
 }
 
+// In process (buildApp, app.inject; over the app's socket for what Node's parser answers), but for
+// the real browser at the end, which talks to a server process.
 describe('security headers, CORS off (the default)', () => {
-  const server = serverForSuite();
+  const suite = appForSuite();
 
   const answers: ReadonlyArray<{
     name: string;
@@ -76,6 +83,7 @@ describe('security headers, CORS off (the default)', () => {
     body?: string;
     headers?: Record<string, string>;
     status: number;
+    socket?: boolean;
   }> = [
     { name: 'a JSON 200', method: 'GET', path: '/users', status: 200 },
     { name: 'a created record', method: 'POST', path: '/users?name=Hal&age=9&city=Oslo', status: 200 },
@@ -102,27 +110,37 @@ describe('security headers, CORS off (the default)', () => {
       status: 413,
     },
     { name: 'a problem 414 (URL over 8 KiB)', method: 'GET', path: `/users?name=${'a'.repeat(9000)}`, status: 414 },
-    // Answered before any hook runs: by Fastify's router, and by Node's parser.
+    // Answered before any hook runs: by Fastify's router, and by Node's parser (on the socket).
     { name: 'a problem 400 (URL not decodable)', method: 'GET', path: '/users/%E0%A4%A', status: 400 },
-    { name: 'a problem 414 (URL past 16 KiB)', method: 'GET', path: `/users?name=${'a'.repeat(20_000)}`, status: 414 },
+    {
+      name: 'a problem 414 (URL past 16 KiB)',
+      method: 'GET',
+      path: `/users?name=${'a'.repeat(20_000)}`,
+      status: 414,
+      socket: true,
+    },
   ];
-  for (const row of answers) {
-    it(`on ${row.name}: ${row.method} ${row.path.slice(0, 40)}`, async () => {
+  runScenarios(
+    () => suite.current,
+    answers.map((row): Scenario => ({
+      name: `on ${row.name}: ${row.method} ${row.path.slice(0, 40)}`,
+      method: row.method,
+      url: row.path,
       // Reads carry an Origin, as a browser's would; changes from another site are refused (the 403 row).
-      const origin: Record<string, string> = ['GET', 'HEAD', 'OPTIONS'].includes(row.method) ? { origin: APP } : {};
-      const answer = await call(server.url, row.method, row.path, {
-        headers: { ...origin, ...row.headers },
-        body: row.body,
-      });
-      if (row.status >= 400) assertProblem(answer, row.status);
-      else assert.equal(answer.status, row.status, answer.text);
-      assertSecurityHeaders(answer, row.name);
-      assertNoCors(answer, row.name);
-    });
-  }
+      headers: { ...(['GET', 'HEAD', 'OPTIONS'].includes(row.method) ? { origin: APP } : {}), ...row.headers },
+      body: row.body,
+      socket: row.socket,
+      expectedStatus: row.status,
+      ...(row.status >= 400 ? { expectedProblem: {} } : {}),
+      after: (answer) => {
+        assertSecurityHeaders(answer, row.name);
+        assertNoCors(answer, row.name);
+      },
+    })),
+  );
 
   it('on the docs page: a CSP of its own, self only', async () => {
-    const answer = await call(server.url, 'GET', '/docs');
+    const answer = await call(suite.current.app, 'GET', '/docs');
     assert.equal(answer.status, 200);
     assertSecurityHeaders(answer, '/docs', /^default-src 'none'; script-src 'self'; /);
     const csp = answer.headers.get('content-security-policy') ?? '';
@@ -135,7 +153,7 @@ describe('security headers, CORS off (the default)', () => {
   });
 
   it('answers a preflight with no CORS headers', async () => {
-    const answer = await call(server.url, 'OPTIONS', '/users', {
+    const answer = await call(suite.current.app, 'OPTIONS', '/users', {
       headers: { origin: APP, 'access-control-request-method': 'POST' },
     });
     assertNoCors(answer, 'preflight');
@@ -143,7 +161,7 @@ describe('security headers, CORS off (the default)', () => {
 });
 
 describe(`CORS for listed origins, with tokens required`, () => {
-  const server = serverForSuite({ CORS_ORIGINS: `${APP},${ADMIN}`, API_TOKENS: `read:${READ},write:${WRITE}` });
+  const suite = appForSuite({ CORS_ORIGINS: `${APP},${ADMIN}`, API_TOKENS: `read:${READ},write:${WRITE}` });
 
   function assertCors(answer: Answer, origin: string, what: string): void {
     assert.equal(answer.headers.get('access-control-allow-origin'), origin, `${what}: Access-Control-Allow-Origin`);
@@ -163,30 +181,41 @@ describe(`CORS for listed origins, with tokens required`, () => {
     { name: 'a 403', method: 'DELETE', path: '/users/1', token: READ, status: 403 },
     { name: 'a 404', method: 'GET', path: '/users/999999', token: READ, status: 404 },
   ];
+  const withToken = (token: string | undefined): Record<string, string> =>
+    token === undefined ? {} : { authorization: `Bearer ${token}` };
+  const scenarios: Scenario[] = [];
   for (const row of requests) {
     for (const origin of [APP, ADMIN]) {
-      it(`a listed origin (${origin}) gets CORS headers on ${row.name}`, async () => {
-        const headers: Record<string, string> = { origin };
-        if (row.token !== undefined) headers.authorization = `Bearer ${row.token}`;
-        const answer = await call(server.url, row.method, row.path, { headers });
-        assert.equal(answer.status, row.status, answer.text);
-        assertCors(answer, origin, row.name);
-        assertSecurityHeaders(answer, row.name);
+      scenarios.push({
+        name: `a listed origin (${origin}) gets CORS headers on ${row.name}`,
+        method: row.method,
+        url: row.path,
+        headers: { origin, ...withToken(row.token) },
+        expectedStatus: row.status,
+        after: (answer) => {
+          assertCors(answer, origin, row.name);
+          assertSecurityHeaders(answer, row.name);
+        },
       });
     }
-    it(`an unlisted origin gets none on ${row.name}`, async () => {
-      const headers: Record<string, string> = { origin: STRANGER };
-      if (row.token !== undefined) headers.authorization = `Bearer ${row.token}`;
-      const answer = await call(server.url, row.method, row.path, { headers });
-      // A change sent from an unlisted site's page is refused whatever its token.
-      const write = !['GET', 'HEAD', 'OPTIONS'].includes(row.method);
-      if (write) assert.equal(assertProblem(answer, 403).type, '/problems/cross-origin-write');
-      else assert.equal(answer.status, row.status, answer.text);
-      assertNoCors(answer, row.name);
-      assert.ok(list(answer.headers.get('vary')).includes('origin'), 'a cache must not serve this to a listed origin');
+    // A change sent from an unlisted site's page is refused whatever its token.
+    const write = !['GET', 'HEAD', 'OPTIONS'].includes(row.method);
+    scenarios.push({
+      name: `an unlisted origin gets none on ${row.name}`,
+      method: row.method,
+      url: row.path,
+      headers: { origin: STRANGER, ...withToken(row.token) },
+      expectedStatus: write ? 403 : row.status,
+      ...(write ? { expectedProblem: { type: '/problems/cross-origin-write' } } : {}),
+      after: (answer) => {
+        assertNoCors(answer, row.name);
+        assert.ok(
+          list(answer.headers.get('vary')).includes('origin'),
+          'a cache must not serve this to a listed origin',
+        );
+      },
     });
   }
-
   for (const [method, path] of [
     ['POST', '/users'],
     ['GET', '/users'],
@@ -194,66 +223,81 @@ describe(`CORS for listed origins, with tokens required`, () => {
     ['DELETE', '/users/1'],
     ['PUT', '/users/999999'],
   ] as const) {
-    it(`answers a preflight for ${method} ${path} without a token`, async () => {
-      const answer = await call(server.url, 'OPTIONS', path, {
-        headers: {
-          origin: APP,
-          'access-control-request-method': method,
-          'access-control-request-headers': 'authorization,content-type,if-match,idempotency-key',
-        },
-      });
-      assert.equal(answer.status, 204, answer.text);
-      assert.equal(answer.text, '');
-      assert.equal(answer.headers.get('www-authenticate'), null);
-      assertCors(answer, APP, 'preflight');
-      assert.deepEqual(
-        list(answer.headers.get('access-control-allow-methods')),
-        ALLOWED_METHODS.map((m) => m.toLowerCase()),
-      );
-      assert.deepEqual(
-        list(answer.headers.get('access-control-allow-headers')),
-        ALLOWED_HEADERS.map((h) => h.toLowerCase()),
-      );
-      assert.ok(Number(answer.headers.get('access-control-max-age')) > 0);
-      assertSecurityHeaders(answer, 'preflight');
+    scenarios.push({
+      name: `answers a preflight for ${method} ${path} without a token`,
+      method: 'OPTIONS',
+      url: path,
+      headers: {
+        origin: APP,
+        'access-control-request-method': method,
+        'access-control-request-headers': 'authorization,content-type,if-match,idempotency-key',
+      },
+      expectedStatus: 204,
+      expectedBody: '',
+      expectedHeaders: { 'www-authenticate': null },
+      after: (answer) => {
+        assertCors(answer, APP, 'preflight');
+        assert.deepEqual(
+          list(answer.headers.get('access-control-allow-methods')),
+          ALLOWED_METHODS.map((m) => m.toLowerCase()),
+        );
+        assert.deepEqual(
+          list(answer.headers.get('access-control-allow-headers')),
+          ALLOWED_HEADERS.map((h) => h.toLowerCase()),
+        );
+        assert.ok(Number(answer.headers.get('access-control-max-age')) > 0);
+        assertSecurityHeaders(answer, 'preflight');
+      },
     });
   }
+  runScenarios(() => suite.current, scenarios);
 
   it('refuses a preflight from an unlisted origin like any request without a token', async () => {
-    const answer = await call(server.url, 'OPTIONS', '/users', {
+    const answer = await runScenario(suite.current, {
+      name: 'an unlisted preflight',
+      method: 'OPTIONS',
+      url: '/users',
       headers: { origin: STRANGER, 'access-control-request-method': 'POST' },
+      expectedStatus: 401,
+      expectedProblem: {},
     });
-    assertProblem(answer, 401);
     assertNoCors(answer, 'unlisted preflight');
   });
 
   it('still answers a plain OPTIONS itself (204 and Allow), with CORS headers for a listed origin', async () => {
-    const answer = await call(server.url, 'OPTIONS', '/users', {
+    await runScenario(suite.current, {
+      name: 'a plain OPTIONS',
+      method: 'OPTIONS',
+      url: '/users',
       headers: { origin: APP, authorization: `Bearer ${READ}` },
+      expectedStatus: 204,
+      expectedHeaders: {
+        allow: 'GET, POST, HEAD, OPTIONS',
+        'access-control-allow-origin': APP,
+        // Not a preflight answer.
+        'access-control-allow-methods': null,
+      },
     });
-    assert.equal(answer.status, 204);
-    assert.equal(answer.headers.get('allow'), 'GET, POST, HEAD, OPTIONS');
-    assert.equal(answer.headers.get('access-control-allow-origin'), APP);
-    assert.equal(answer.headers.get('access-control-allow-methods'), null, 'not a preflight answer');
   });
 
   it('sends no CORS headers to a request without Origin', async () => {
-    const answer = await call(server.url, 'GET', '/users', { headers: { authorization: `Bearer ${READ}` } });
+    const answer = await call(suite.current.app, 'GET', '/users', { headers: { authorization: `Bearer ${READ}` } });
     assert.equal(answer.status, 200);
     assertNoCors(answer, 'no Origin');
   });
 });
 
 describe('CORS for any origin (CORS_ORIGINS=*)', () => {
-  const server = serverForSuite({ CORS_ORIGINS: '*' });
+  const suite = appForSuite({ CORS_ORIGINS: '*' });
 
   it('allows any origin with *, on answers and on preflights', async () => {
+    const { app } = suite.current;
     for (const origin of [APP, STRANGER, 'http://localhost:8080']) {
-      const answer = await call(server.url, 'GET', '/users', { headers: { origin } });
+      const answer = await call(app, 'GET', '/users', { headers: { origin } });
       assert.equal(answer.status, 200);
       assert.equal(answer.headers.get('access-control-allow-origin'), '*');
       assert.ok(list(answer.headers.get('access-control-expose-headers')).includes('etag'));
-      const preflight = await call(server.url, 'OPTIONS', '/users/1', {
+      const preflight = await call(app, 'OPTIONS', '/users/1', {
         headers: { origin, 'access-control-request-method': 'DELETE' },
       });
       assert.equal(preflight.status, 204);

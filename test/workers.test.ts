@@ -21,13 +21,14 @@ for (const backend of BACKENDS) {
     });
 
     it('both workers answer requests, on one port', async () => {
-      // A worker's own line may arrive just after the primary's (stdout and IPC are not ordered).
-      await waitFor(() => pidsLogging(server.logs, 'Server listening at').size === 2, 2000);
+      // A worker's own line may arrive just after the primary's (stdout and IPC are not ordered). The
+      // waits are bounded generously (they end as soon as the lines are in): a busy machine reads late.
+      await waitFor(() => pidsLogging(server.logs, 'Server listening at').size === 2, 30_000);
       const workers = pidsLogging(server.logs, 'Server listening at');
       assert.equal(workers.size, 2, `expected two workers listening: ${[...workers]}`);
       assert.ok(!workers.has(server.pid), 'the primary itself must not serve');
       for (let i = 0; i < 20; i++) assert.equal(await getOnNewConnection(server.url, '/users?limit=1'), 200);
-      await waitFor(() => pidsLogging(server.logs, 'request completed').size === 2, 2000);
+      await waitFor(() => pidsLogging(server.logs, 'request completed').size === 2, 30_000);
       assert.deepEqual(pidsLogging(server.logs, 'request completed'), workers);
     });
 
@@ -50,7 +51,7 @@ for (const backend of BACKENDS) {
     it('a worker that dies is replaced, and the service keeps answering', async () => {
       const [victim] = pidsLogging(server.logs, 'Server listening at');
       process.kill(victim as number, 'SIGKILL');
-      const replaced = await waitFor(() => pidsLogging(server.logs, 'Server listening at').size === 3, 10_000);
+      const replaced = await waitFor(() => pidsLogging(server.logs, 'Server listening at').size === 3, 30_000);
       assert.ok(replaced, 'no new worker started');
       for (let i = 0; i < 10; i++) assert.equal(await getOnNewConnection(server.url, '/healthz'), 200);
     });

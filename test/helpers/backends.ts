@@ -43,6 +43,21 @@ async function withAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T>
   }
 }
 
+/**
+ * DROP SCHEMA ... CASCADE, again when PostgreSQL ends it as a deadlock: after a SIGKILL, the killed
+ * service's sessions can still be finishing a write that locks the tables in the other order.
+ */
+async function dropSchema(client: pg.Client, schema: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await client.query(`DROP SCHEMA ${schema} CASCADE`);
+      return;
+    } catch (error) {
+      if ((error as { code?: string }).code !== '40P01' || attempt === 5) throw error;
+    }
+  }
+}
+
 const postgresql: Backend = {
   name: 'postgresql',
   skip:
@@ -57,7 +72,7 @@ const postgresql: Backend = {
     url.searchParams.set('options', `-c search_path=${schema}`);
     return {
       url: url.toString(),
-      drop: () => withAdmin(async (client) => void (await client.query(`DROP SCHEMA ${schema} CASCADE`))),
+      drop: () => withAdmin((client) => dropSchema(client, schema)),
     };
   },
 };

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { connect } from 'node:net';
+import type { FastifyInstance } from 'fastify';
 
 export interface Answer {
   status: number;
@@ -10,38 +11,74 @@ export interface Answer {
   json: any;
 }
 
-/** One request to a running server; the body is read whole and parsed when it is JSON. */
+/**
+ * Where a request goes: the URL of a server (a process, or an app listening in this process), sent
+ * with fetch over a real socket; or an app built in this process, reached through `app.inject`.
+ */
+export type Target = string | FastifyInstance;
+
+/** One request to a server or an in-process app; the body is read whole and parsed when it is JSON. */
 export async function call(
-  base: string,
+  target: Target,
   method: string,
   path: string,
-  options: { headers?: Record<string, string>; body?: string } = {},
+  options: { headers?: Record<string, string>; body?: string | Buffer } = {},
 ): Promise<Answer> {
-  const response = await fetch(`${base}${path}`, { method, headers: options.headers, body: options.body });
+  if (typeof target !== 'string') return inject(target, method, path, options);
+  const response = await fetch(`${target}${path}`, { method, headers: options.headers, body: options.body });
   const text = await response.text();
-  const type = response.headers.get('content-type') ?? '';
-  return {
-    status: response.status,
-    headers: response.headers,
-    text,
-    json: type.includes('json') && text !== '' ? JSON.parse(text) : undefined,
-  };
+  return answer(response.status, response.headers, text);
+}
+
+function answer(status: number, headers: Headers, text: string): Answer {
+  const type = headers.get('content-type') ?? '';
+  return { status, headers, text, json: type.includes('json') && text !== '' ? JSON.parse(text) : undefined };
+}
+
+/**
+ * The request `call` would send with fetch, injected instead. light-my-request reads the URL as fetch
+ * does (WHATWG URL: what fetch percent-encodes, it encodes too); the one header fetch adds that the
+ * service reads is the content type of a body sent without one, added here the same way.
+ */
+async function inject(
+  app: FastifyInstance,
+  method: string,
+  path: string,
+  options: { headers?: Record<string, string>; body?: string | Buffer },
+): Promise<Answer> {
+  const headers: Record<string, string> = { ...options.headers };
+  const typed = Object.keys(headers).some((name) => name.toLowerCase() === 'content-type');
+  if (typeof options.body === 'string' && !typed) headers['content-type'] = 'text/plain;charset=UTF-8';
+  const response = await app.inject({
+    method,
+    url: path,
+    headers,
+    // A Buffer, so an empty body is still sent as one (Content-Length: 0), as fetch sends it.
+    payload: options.body === undefined ? undefined : Buffer.from(options.body),
+  });
+  const received = new Headers();
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (value === undefined) continue;
+    for (const item of Array.isArray(value) ? value : [value]) received.append(name, String(item));
+  }
+  return answer(response.statusCode, received, response.body);
 }
 
 /**
  * Sends bytes exactly as given (for requests fetch would refuse to send) and returns status and body
  * once the server closes the connection. With `keepOpen` the client does not end its side, as a slow
- * client that stalls mid-request would not.
+ * client that stalls mid-request would not. A socket silent for `timeoutMs` (15 s) is given up.
  */
 export function rawRequest(
   base: string,
   head: Buffer | string,
-  options: { keepOpen?: boolean } = {},
+  options: { keepOpen?: boolean; timeoutMs?: number } = {},
 ): Promise<{ status: number; body: string }> {
   const { hostname, port } = new URL(base);
+  const timeoutMs = options.timeoutMs ?? 15_000;
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), hostname, () => (options.keepOpen ? socket.write(head) : socket.end(head)));
-    socket.setTimeout(15_000, () => socket.destroy(new Error('no answer within 15 s')));
+    socket.setTimeout(timeoutMs, () => socket.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     const chunks: Buffer[] = [];
     socket.on('data', (chunk) => chunks.push(chunk));
     socket.on('error', reject);
@@ -73,7 +110,7 @@ export function assertProblem(answer: Answer, status: number): any {
 }
 
 /** Creates a record through the contract (query string) and returns its id from Location. */
-export async function createUser(base: string, name: string, age: string | number, city: string): Promise<number> {
+export async function createUser(base: Target, name: string, age: string | number, city: string): Promise<number> {
   const query = new URLSearchParams({ name, age: String(age), city });
   const answer = await call(base, 'POST', `/users?${query}`);
   assert.equal(answer.status, 200, answer.text);

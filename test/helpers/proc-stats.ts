@@ -31,3 +31,17 @@ export function cpuTimes(pid: number): { cpuMs: number; waitMs: number } {
   const [cpu, wait] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').trim().split(/\s+/).map(Number);
   return { cpuMs: (cpu ?? 0) / 1e6, waitMs: (wait ?? 0) / 1e6 };
 }
+
+/**
+ * How many connections to 127.0.0.1:`port` wait in the kernel's accept queue of its listening socket
+ * (handshake done, not yet accepted by the server), from /proc/net/tcp: for a socket in state LISTEN
+ * (0A), the rx_queue column counts them. -1 when no socket listens on that port.
+ */
+export function acceptQueue(port: number): number {
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
+    const fields = line.trim().split(/\s+/);
+    if (fields[1] === local && fields[3] === '0A') return Number.parseInt(fields[4]?.split(':')[1] ?? '', 16);
+  }
+  return -1;
+}

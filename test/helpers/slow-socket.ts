@@ -16,7 +16,12 @@ export const SLOW_KINDS: readonly SlowKind[] = ['silent', 'slow-headers', 'slow-
 /** What happened to one slow socket. */
 export interface SlowOutcome {
   kind: SlowKind;
-  /** ms from the moment the clock of the server's timeout starts (connect; for idle-keep-alive, the answer) to the close. */
+  /**
+   * ms from the close back to a moment no later than the one the server's timeout starts its clock:
+   * just before connecting (the server's clock starts once it has the connection), or for
+   * idle-keep-alive just before sending its request (the server's starts once the answer is sent).
+   * Never shorter than the time the server really gave it, however late this process runs.
+   */
   lived: number;
   /** The server closed it (end or reset); false when the client gave up after `giveUpMs`. */
   closedByServer: boolean;
@@ -34,12 +39,11 @@ export interface SlowOutcome {
  */
 export function slowSocket(port: number, kind: SlowKind, path: string, trickleMs: number, giveUpMs: number) {
   return new Promise<SlowOutcome>((resolve) => {
-    let clockStart = 0;
     let received = '';
     let gaveUp = false;
     let trickle: NodeJS.Timeout | undefined;
+    let clockStart = Date.now();
     const socket = connect(port, '127.0.0.1', () => {
-      clockStart = Date.now();
       const drip = (bytes: string) => {
         let at = 0;
         trickle = setInterval(() => {
@@ -55,6 +59,7 @@ export function slowSocket(port: number, kind: SlowKind, path: string, trickleMs
         );
         drip('abcdefgh');
       } else if (kind === 'idle-keep-alive') {
+        clockStart = Date.now();
         socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
       }
     });
@@ -62,18 +67,8 @@ export function slowSocket(port: number, kind: SlowKind, path: string, trickleMs
       gaveUp = true;
       socket.destroy();
     }, giveUpMs);
-    let answered = false;
     socket.on('data', (chunk: Buffer) => {
       received += chunk.toString('latin1');
-      // The idle connection's clock starts once its answer is whole (headers and the announced body).
-      const end = received.indexOf('\r\n\r\n');
-      if (kind === 'idle-keep-alive' && !answered && end !== -1) {
-        const length = Number(/content-length: (\d+)/i.exec(received.slice(0, end))?.[1] ?? 0);
-        if (received.length - end - 4 >= length) {
-          answered = true;
-          clockStart = Date.now();
-        }
-      }
     });
     socket.on('error', () => undefined); // a reset is a close by the server too
     socket.on('close', () => {
@@ -82,7 +77,7 @@ export function slowSocket(port: number, kind: SlowKind, path: string, trickleMs
       const statuses = [...received.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((match) => Number(match[1]));
       resolve({
         kind,
-        lived: clockStart === 0 ? 0 : Date.now() - clockStart,
+        lived: Date.now() - clockStart,
         closedByServer: !gaveUp,
         status: statuses[0] ?? 0,
         laterStatus: statuses[1] ?? 0,
