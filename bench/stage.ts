@@ -10,7 +10,7 @@ import { statusMB, waitIdle } from './proc-stats.ts';
 import type { RunRecord, StageRecord } from './results.ts';
 import { listingBody, listingLength } from './seed-data.ts';
 import type { SystemSpec } from './systems.ts';
-import { workloadRequests } from './workloads.ts';
+import { WORKLOAD_CONNECTIONS, workloadRequests } from './workloads.ts';
 
 export interface StageContext {
   workDir: string;
@@ -95,6 +95,7 @@ export async function runStage(
           requests: () => workloadRequests(workload, records, spec.createStyle),
           headers: spec.headers,
           ...context.timing,
+          connections: WORKLOAD_CONNECTIONS[workload] ?? context.timing.connections,
           pid: server.pid,
           helperPids: spec.helperPids,
         }),

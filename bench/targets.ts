@@ -1,6 +1,6 @@
 import type { RunRecord, StageRecord, TargetResult } from './results.ts';
 import type { SystemId } from './systems.ts';
-import { WORKLOAD_LABELS, type WorkloadName } from './workloads.ts';
+import { QUERY_WORKLOADS, WORKLOAD_LABELS, type WorkloadName } from './workloads.ts';
 
 /** A generator using this much of its core may be what limits the rate. */
 export const GENERATOR_BOUND = 0.9;
@@ -190,6 +190,26 @@ export function evaluateTargets(runs: RunRecord[], stages: StageRecord[]): Targe
       min: 0.85,
       description: 'read one at 1M within 15% of 1k',
     });
+    // The queries of GET /users: each at 1M within 2× of its rate at 1k; a count and a search with bounds.
+    QUERY_WORKLOADS.forEach((workload, i) => {
+      ratio({
+        id: `T${18 + i}`,
+        workload,
+        records: M1,
+        against: at1k,
+        min: 0.5,
+        description: `${WORKLOAD_LABELS[workload]} at 1M within 2× of 1k`,
+      });
+    });
+    for (const [id, workload, description, max] of [
+      ['T27', 'count-city', 'a count of one city (125,000 of 1M) p99 <100 ms', 100],
+      ['T28', 'search', 'search page at 1M p99 <20 ms at 10 connections', 20],
+    ] as const) {
+      const run = findRun(runs, system, workload, M1);
+      const target = limitTarget(id, system, workload, M1, description, run?.p99Ms, max, 'ms');
+      if (run !== undefined && faults(run) > 0) target.pass = false;
+      results.push(target);
+    }
     const big = stages.find((stage) => stage.system === system && stage.records === M1);
     const listing = big?.fullListing;
     results.push(

@@ -1,7 +1,24 @@
 import type { Request } from 'autocannon';
 import { CITIES } from './seed-data.ts';
 
-export type WorkloadName = 'create' | 'list' | 'read' | 'mix' | 'healthz';
+/** Pages of 50 sorted by each field (descending where that is the costlier walk), and the other queries. */
+const SORTS = {
+  'sort-id': '-id',
+  'sort-name': '-name',
+  'sort-age': '-age',
+  'sort-city': 'city',
+  'sort-created': '-createdAt',
+  'sort-updated': 'updatedAt',
+} as const;
+export const QUERY_WORKLOADS = [
+  ...(Object.keys(SORTS) as Array<keyof typeof SORTS>),
+  'range',
+  'search',
+  'count',
+] as const;
+export type QueryWorkload = (typeof QUERY_WORKLOADS)[number];
+
+export type WorkloadName = 'create' | 'list' | 'read' | 'mix' | 'healthz' | QueryWorkload | 'count-city';
 
 export const WORKLOAD_LABELS: Record<WorkloadName, string> = {
   create: 'create',
@@ -9,7 +26,20 @@ export const WORKLOAD_LABELS: Record<WorkloadName, string> = {
   read: 'read one',
   mix: '90/10 read/write',
   healthz: 'GET /healthz',
+  ...(Object.fromEntries(Object.entries(SORTS).map(([name, sort]) => [name, `page of 50, sort=${sort}`])) as Record<
+    keyof typeof SORTS,
+    string
+  >),
+  range: 'page of 50, age.gte/age.lt range',
+  search: 'page of 50, q= search',
+  count: 'page of 50 by age, with count=exact',
+  'count-city': 'count=exact of one city, 1 connection',
 };
+
+/** Workloads measured at another number of connections than the run's. */
+export const WORKLOAD_CONNECTIONS: Partial<Record<WorkloadName, number>> = { 'count-city': 1 };
+
+const COUNT = { prefer: 'count=exact' };
 
 /** How a system takes a create: the contract's query string, or json-server's JSON body. */
 export type CreateStyle = 'query' | 'json';
@@ -40,6 +70,27 @@ function readRequest(records: number, request: Request): Request {
   return request;
 }
 
+const random = (below: number) => Math.floor(Math.random() * below);
+
+/** One query request; the seeded records are `user<i>`, age i % 151, city CITIES[i % 8] (seed-data.ts). */
+function queryRequest(workload: QueryWorkload | 'count-city', records: number): Request {
+  switch (workload) {
+    case 'range': {
+      const from = random(141);
+      return { method: 'GET', path: `/users?age.gte=${from}&age.lt=${from + 10}&limit=50` };
+    }
+    case 'search':
+      // `ser123` is in user123, user1230..user1239, ...: more matches than a page as records grow.
+      return { method: 'GET', path: `/users?q=ser${1 + random(records)}&limit=50` };
+    case 'count':
+      return { method: 'GET', path: `/users?age=${random(151)}&limit=50`, headers: COUNT };
+    case 'count-city':
+      return { method: 'GET', path: `/users?city=${CITIES[random(CITIES.length)]}&limit=1`, headers: COUNT };
+    default:
+      return { method: 'GET', path: `/users?sort=${SORTS[workload]}&limit=50` };
+  }
+}
+
 // Reads cycle through a fixed list per connection, prebuilt so the generator spends no time on them.
 const READS_PER_CONNECTION = 1000;
 
@@ -65,5 +116,7 @@ export function workloadRequests(workload: WorkloadName, records: number, style:
             Math.random() < 0.1 ? createRequest(style, request) : readRequest(reads, request),
         },
       ];
+    default:
+      return Array.from({ length: READS_PER_CONNECTION }, () => queryRequest(workload, reads));
   }
 }
