@@ -51,6 +51,13 @@ describe('URL and body limits', () => {
     for (const error of problem.errors) assert.ok(Buffer.byteLength(error.parameter) <= 64 + 3, error.parameter);
   });
 
+  it('control and format characters in a quoted name come back as \\u escapes', async () => {
+    const answer = await call(suite.current.app, 'GET', '/users?a%00b%E2%80%AEc=1');
+    const problem = assertProblem(answer, 400);
+    assert.equal(problem.errors[0].parameter, 'a\\u0000b\\u202ec');
+    assert.ok(!answer.text.includes('\u0000') && !answer.text.includes('\u202e'), answer.text);
+  });
+
   it('a body over 64 KiB is 413 and stores nothing', async () => {
     const { app } = suite.current;
     const body = `name=${'n'.repeat(70_000)}&age=1&city=x`;

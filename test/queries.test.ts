@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import BetterSqlite from 'better-sqlite3';
 import fc from 'fast-check';
 import { parseDatabaseUrl } from '../src/config/load.ts';
+import { type Dialect, listQuery } from '../src/store/list-sql.ts';
 import { openStore } from '../src/store/open-store.ts';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import {
   fold,
   type ListFilter,
@@ -18,6 +21,7 @@ import {
 } from '../src/store/store.ts';
 import { appForSuite } from './helpers/app.ts';
 import { BACKENDS, type Database } from './helpers/backends.ts';
+import { tempDir } from './helpers/server.ts';
 
 // Sort, ranges, search and counts of the store, checked against a plain model of the same records
 // on each backend: a table of queries, random queries (fast-check) paged to the end, and paging
@@ -115,6 +119,8 @@ const PEOPLE: Array<[string, number, string]> = [
   ['李小龙', 32, '香港'],
   ['Zed', 32, 'Zagreb'],
   ['Bee', 120, 'Bern'],
+  ['Κασσάνδρα', 28, 'Σάμος'],
+  ['Işık', 45, 'Kırıkkale'],
 ];
 
 for (const backend of BACKENDS) {
@@ -218,6 +224,15 @@ for (const backend of BACKENDS) {
         }
       });
     }
+
+    it('search finds a word cut after a σ, and keeps ı apart from i', async () => {
+      const names = async (search: string) => (await store.list({ search })).map((user) => user.name).sort();
+      for (const text of ['Κασ', 'κασσ', 'ΑΣΣ', 'κασσάνδρα']) assert.deepEqual(await names(text), ['Κασσάνδρα'], text);
+      assert.deepEqual(await names('ΣΆΜΟΣ'), ['Κασσάνδρα'], 'a final Σ');
+      assert.deepEqual(await names('ı'), ['Işık'], 'ı is not an i');
+      assert.deepEqual(await names('ırık'), ['Işık']);
+      assert.deepEqual(await names('işi'), [], 'nor is i an ı');
+    });
 
     it('random queries, paged to the end, agree with the model (fast-check)', async () => {
       const sortKey = fc.record({ field: fc.constantFrom(...SORT_FIELDS), descending: fc.boolean() });
@@ -399,6 +414,35 @@ describe('queries over HTTP: parameters, cursors, counts', () => {
     assert.equal((await get('/users?q=ada')).headers['x-total-count'], undefined, 'only when asked');
   });
 
+  it('Prefer: count = exact and count="exact" are the same preference; listings vary on Prefer', async () => {
+    for (const prefer of ['count = exact', 'count="exact"', 'respond-async, COUNT=EXACT; x=y']) {
+      const answer = await get('/users?q=ada', { prefer });
+      assert.equal(answer.headers['x-total-count'], '3', prefer);
+    }
+    assert.equal((await get('/users?q=ada', { prefer: 'count=estimated' })).headers['x-total-count'], undefined);
+    for (const url of ['/users', '/users?q=ada', '/users?q=ada&limit=1']) {
+      const vary = String((await get(url)).headers.vary ?? '');
+      assert.ok(vary.split(/\s*,\s*/).includes('Prefer'), `${url}: Vary ${vary}`);
+    }
+  });
+
+  it('a time bound finer than a ms keeps exactly the records it names', async () => {
+    const [record] = (await get('/users?limit=1&fields=id,createdAt')).json().data;
+    const at = new Date(record.createdAt as string).getTime();
+    const iso = (ms: number, extra: string) => new Date(ms).toISOString().replace('Z', `${extra}Z`);
+    const ids = async (query: string) =>
+      (await get(`/users?${query}&fields=id`)).json().data.map((user: { id: number }) => user.id);
+    // The record's time plus 0.9 µs: after it, and before the next ms.
+    const justAfter = iso(at, '0009');
+    assert.ok(!(await ids(`createdAt.gte=${justAfter}`)).includes(record.id), 'gte a bound after it');
+    assert.ok((await ids(`createdAt.lt=${justAfter}`)).includes(record.id), 'lt a bound after it');
+    assert.ok((await ids(`createdAt.lte=${justAfter}`)).includes(record.id), 'lte a bound after it');
+    assert.ok(!(await ids(`createdAt.gt=${justAfter}`)).includes(record.id), 'gt a bound after it');
+    const exact = iso(at, '');
+    assert.ok((await ids(`createdAt.gte=${exact}`)).includes(record.id));
+    assert.ok(!(await ids(`createdAt.gt=${exact}`)).includes(record.id));
+  });
+
   it('ranges, search and sort work with fields, and the ETag with If-None-Match', async () => {
     const url = '/users?age.gte=20&age.lt=64&q=a&sort=city&fields=name,city';
     const first = await get(url);
@@ -437,4 +481,91 @@ describe('queries over HTTP: parameters, cursors, counts', () => {
       );
     });
   }
+});
+
+// Cursors are opaque but readable: one made by hand must get a 400, never a 500 or an arbitrary page.
+for (const backend of BACKENDS) {
+  describe(`forged cursors [${backend.name}]`, { skip: backend.skip }, () => {
+    const suite = appForSuite({}, backend);
+    const cursor = (position: unknown) => Buffer.from(JSON.stringify(position)).toString('base64url');
+    const forged: Array<[string, string, unknown]> = [
+      ['a fraction for an id', 'id', { s: 'id', v: [1.5], i: 1 }],
+      ['an id past 2^53', '-id', { s: '-id', v: [18446744073709551616], i: 1 }],
+      ['a huge time', 'createdAt', { s: 'createdAt', v: [1e308], i: 1 }],
+      ['a negative time', '-updatedAt', { s: '-updatedAt', v: [-1e308], i: 1 }],
+      ['an age out of range', 'age', { s: 'age', v: [151], i: 1 }],
+      ['a number for a name', 'name', { s: 'name', v: [5], i: 1 }],
+      ['an object for a city', 'city', { s: 'city', v: [{ a: 1 }], i: 1 }],
+      ['an id of 0', 'age', { s: 'age', v: [5], i: 0 }],
+      ['a key more', 'age', { s: 'age', v: [5], i: 1, x: 1 }],
+      ['an array', 'age', [1, 2]],
+      ['null', 'age', null],
+    ];
+    for (const [what, sort, position] of forged) {
+      it(`${what}: 400 naming cursor`, async () => {
+        const answer = await suite.current.app.inject({
+          method: 'GET',
+          url: `/users?sort=${sort}&limit=2&cursor=${cursor(position)}`,
+        });
+        assert.equal(answer.statusCode, 400, answer.body);
+        assert.deepEqual(
+          answer.json().errors.map((error: { parameter: string }) => error.parameter),
+          ['cursor'],
+        );
+      });
+    }
+
+    it('the cursors the service makes still work on every sort', async () => {
+      for (let i = 0; i < 3; i++) {
+        const query = new URLSearchParams({ name: `N${i}`, age: String(i), city: `C${i}` });
+        assert.equal((await suite.current.app.inject({ method: 'POST', url: `/users?${query}` })).statusCode, 200);
+      }
+      for (const sort of ['id', '-id', 'name', '-age', 'city', 'createdAt', '-updatedAt', 'age,-name,city']) {
+        const first = await suite.current.app.inject({ method: 'GET', url: `/users?sort=${sort}&limit=2&fields=id` });
+        const next = /<([^>]+)>; rel="next"/.exec(String(first.headers.link))?.[1];
+        assert.ok(next, `${sort}: no next link`);
+        const second = await suite.current.app.inject({ method: 'GET', url: next });
+        assert.equal(second.statusCode, 200, `${sort}: ${second.body}`);
+        assert.equal(second.json().data.length, 1, sort);
+      }
+    });
+  });
+}
+
+// A sorted listing without limit streams a page at a time through these cursors; each page must start
+// where it begins in the first key's index, or every page reads all the records before it again.
+describe('a cursor page of several keys starts in the index of the first key [sqlite]', () => {
+  const dialect: Dialect = { param: () => '?', time: (ms) => ms, byCodePoint: (column) => column, search: () => '1' };
+  const fields = ['id', 'name', 'age', 'city', 'createdAt', 'updatedAt'] as const;
+  it('for every pair of fields, ascending and descending', async () => {
+    const scratch = tempDir('user-records-plan-');
+    try {
+      const file = `${scratch.dir}/users.db`;
+      await (await openSqliteStore(file)).close();
+      const db = new BetterSqlite(file, { readonly: true });
+      try {
+        for (const first of fields) {
+          for (const second of fields.filter((field) => field !== first)) {
+            for (const descending of [false, true]) {
+              const sort: SortKey[] = [
+                { field: first, descending },
+                { field: second, descending: !descending },
+              ];
+              const value = (field: string) => (field === 'name' || field === 'city' ? 'm' : 5);
+              const after = { values: sort.map((key) => value(key.field)), id: 5 };
+              const { text, values } = listQuery({ limit: 1000 }, { sort, after }, dialect, '*');
+              const plan = (db.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...values) as Array<{ detail: string }>)
+                .map((row) => row.detail)
+                .join(' | ');
+              assert.match(plan, /^SEARCH users USING (INTEGER PRIMARY KEY|INDEX)/, `${JSON.stringify(sort)}: ${plan}`);
+            }
+          }
+        }
+      } finally {
+        db.close();
+      }
+    } finally {
+      scratch.cleanup();
+    }
+  });
 });

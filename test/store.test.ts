@@ -418,7 +418,7 @@ for (const backend of persistent) {
       const created = await Promise.all(stores.map((store, i) => store.create({ name: `n${i}`, age: i, city: 'c' })));
       assert.equal(new Set(created.map((user) => user.id)).size, stores.length);
       for (const store of stores) await store.close();
-      assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5]);
+      assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6]);
     });
 
     it('two stores on one database changing the same records in opposite orders both succeed', async () => {
@@ -474,11 +474,11 @@ for (const backend of persistent) {
       await store.close();
       const drop = 'DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version IN (3, 4)';
       await runSql(url, { sqlite: drop, postgres: drop });
-      assert.deepEqual(await migrationVersions(url), [1, 2, 5]);
+      assert.deepEqual(await migrationVersions(url), [1, 2, 5, 6]);
 
       const upgraded = await openUrl(url);
       try {
-        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5]);
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6]);
         assert.deepEqual(await upgraded.list({}), [ada]);
         const first = await upgraded.createOnce(ada, { key: 'k', fingerprint: 'f' });
         assert.ok(first.ok && !first.replayed);
@@ -507,13 +507,35 @@ for (const backend of persistent) {
       });
       const upgraded = await openUrl(url);
       try {
-        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5]);
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6]);
         assert.deepEqual(await upgraded.createOnce(ada, { key: 'k', fingerprint: 'f' }), {
           ok: true,
           user: ada,
           replayed: true,
         });
         assert.deepEqual(await keyColumns(url), ['created_at', 'fingerprint', 'key', 'user_id']);
+      } finally {
+        await upgraded.close();
+      }
+    });
+
+    it('migration 6 folds again the records an older fold left with ς or with ı as i', async () => {
+      const url = await backend.fresh();
+      const store = await openUrl(url);
+      const samos = await store.create({ name: 'Σάμος', age: 30, city: 'Kırıkkale' });
+      const other = await store.create({ name: 'Ada', age: 36, city: 'London' });
+      await store.close();
+      // The folded text as the fold before migration 6 made it, which searches missed.
+      const old = "UPDATE users SET name_folded = 'σάμος', city_folded = 'kirikkale' WHERE name = 'Σάμος'";
+      const forget = 'DELETE FROM schema_migrations WHERE version = 6';
+      await runSql(url, { sqlite: `${old}; ${forget}`, postgres: `${old}; ${forget}` });
+      const upgraded = await openUrl(url);
+      try {
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6]);
+        assert.deepEqual(await upgraded.list({ search: 'ΣΆΜΟΣ' }), [samos]);
+        assert.deepEqual(await upgraded.list({ search: 'kırık' }), [samos]);
+        assert.deepEqual(await upgraded.list({ search: 'kirik' }), []);
+        assert.deepEqual(await upgraded.list({ search: 'london' }), [other]);
       } finally {
         await upgraded.close();
       }

@@ -53,7 +53,11 @@ const NAME_BYTES = 64;
 /** The detail names parameters up to this many bytes; the rest are counted, and listed in `errors`. */
 const DETAIL_NAMES_BYTES = 512;
 
-function shown(name: string): string {
+/** Control and format characters (NUL, bidi overrides, zero-width...) as `\\u` escapes, never as themselves. */
+const INVISIBLE = /[\p{Cc}\p{Cf}]/gu;
+
+function shown(raw: string): string {
+  const name = raw.replace(INVISIBLE, (char) => `\\u${(char.codePointAt(0) as number).toString(16).padStart(4, '0')}`);
   if (name.length <= NAME_SHOWN && Buffer.byteLength(name) <= NAME_BYTES) return name;
   let kept = '';
   let bytes = 0;

@@ -71,7 +71,8 @@ export function conditions(filter: ListFilter, dialect: Dialect, b: Binder): str
 /**
  * Where a sorted page starts: after the last record of the page before. One ascending key is a
  * row comparison, which an index on (key, id) answers directly; one descending key is a range on
- * the key (scanned backwards) refined within the equal values; several keys spell it out in full.
+ * the key (scanned backwards) refined within the equal values; several keys spell it out in full,
+ * behind a range on the first key.
  */
 export function keyset(order: ListOrder, dialect: Dialect, b: Binder): string | undefined {
   const after = order.after;
@@ -88,6 +89,11 @@ export function keyset(order: ListOrder, dialect: Dialect, b: Binder): string | 
     if (!first.descending) return `(${col}, id) > (${value(0)}, ${b.bind(after.id)})`;
     return `${col} <= ${value(0)} AND (${col} < ${value(0)} OR id > ${b.bind(after.id)})`;
   }
+  // The first key's bound, said once more on its own: it lets the first key's index start the scan
+  // where the page starts, rather than every page reading the records before it again. Bound first,
+  // as it comes first in the text.
+  const firstKey = first as SortKey;
+  const bound = `${column(firstKey.field, dialect)} ${firstKey.descending ? '<=' : '>='} ${value(0)}`;
   const alternatives: string[] = [];
   keys.forEach((key, i) => {
     const equal = keys.slice(0, i).map((earlier, j) => `${column(earlier.field, dialect)} = ${value(j)}`);
@@ -99,7 +105,7 @@ export function keyset(order: ListOrder, dialect: Dialect, b: Binder): string | 
     const equal = keys.map((key, j) => `${column(key.field, dialect)} = ${value(j)}`);
     alternatives.push([...equal, `id > ${b.bind(after.id)}`].join(' AND '));
   }
-  return alternatives.map((alternative) => `(${alternative})`).join(' OR ');
+  return `${bound} AND (${alternatives.map((alternative) => `(${alternative})`).join(' OR ')})`;
 }
 
 /** The ORDER BY of a sort: its keys, then the id ascending (unless the id is a key). */

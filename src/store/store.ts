@@ -174,7 +174,15 @@ export class StoreOpenError extends Error {
  * themselves; a search folds its text the same way.
  */
 export function fold(text: string): string {
-  return text.normalize('NFC').toLowerCase().toUpperCase().toLowerCase();
+  // Lower, upper, lower again: the simple mappings plus the expansions (ß and ẞ to ss). Two letters
+  // need more: a dotless ı keeps its own folding (it is not an i), and a final ς folds to σ, as
+  // toLowerCase gives ς for a Σ at the end of a word.
+  return text
+    .normalize('NFC')
+    .split('ı')
+    .map((part) => part.toLowerCase().toUpperCase().toLowerCase())
+    .join('ı')
+    .replaceAll('ς', 'σ');
 }
 
 /** The value of a sort field in a user, as a listing compares it (times in ms). */

@@ -44,6 +44,9 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
     async (request, reply) => {
       const query = request.query;
       const count = wantsCount(request.headers.prefer);
+      // The answer differs with Prefer (X-Total-Count): a cache must not give one for the other.
+      const vary = reply.getHeader('vary');
+      reply.header('vary', vary === undefined ? 'Prefer' : `${String(vary)}, Prefer`);
       // registerConditionalGet answers 304 when the ETag set here matches If-None-Match.
       if (Object.keys(query).length === 0) {
         const listing = await fullListing.get();

@@ -25,10 +25,13 @@ export interface Listing {
 const TIME_FIELDS = new Set(['createdAt', 'updatedAt']);
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
 
-/** An RFC 3339 date and time in ms since the epoch, or NaN when it names no moment (February 30th, 25:00). */
-export function parseTime(text: string): number {
+/**
+ * An RFC 3339 date and time in whole ms since the epoch (rounded down), and whether it had a part
+ * finer than a ms; undefined when it names no moment (February 30th, 25:00).
+ */
+export function parseInstant(text: string): { ms: number; finer: boolean } | undefined {
   const parts = RFC3339.exec(text);
-  if (parts === null) return Number.NaN;
+  if (parts === null) return undefined;
   const [year, month, day, hour, minute, second] = parts.slice(1, 7).map(Number) as number[];
   const daysInMonth = new Date(Date.UTC(year as number, month as number, 0)).getUTCDate();
   const [offsetHours, offsetMinutes] = [Number(parts[9] ?? 0), Number(parts[10] ?? 0)];
@@ -43,11 +46,24 @@ export function parseTime(text: string): number {
     offsetHours > 23 ||
     offsetMinutes > 59
   ) {
-    return Number.NaN;
+    return undefined;
   }
-  const fraction = Math.trunc(Number(parts[7] ?? 0) * 1000);
+  // The fraction's digits as written, so that no binary rounding moves a bound across a ms.
+  const digits = (parts[7] ?? '.').slice(1);
+  const fraction = Number(digits.slice(0, 3).padEnd(3, '0'));
   const offset = (parts[8] === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000;
-  return Date.UTC(year as number, (month as number) - 1, day, hour, minute, second, fraction) - offset;
+  const ms = Date.UTC(year as number, (month as number) - 1, day, hour, minute, second, fraction) - offset;
+  return { ms, finer: /[1-9]/.test(digits.slice(3)) };
+}
+
+/**
+ * A time bound in the ms that records carry: a bound between two ms keeps exactly the records it
+ * names (`gte` 10.5 ms is `gte` 11, `lte` 10.5 is `lte` 10; `gt` and `lt` likewise).
+ */
+function timeBound(text: string, op: Range['op']): number {
+  const instant = parseInstant(text);
+  if (instant === undefined) return Number.NaN;
+  return instant.finer && (op === 'gte' || op === 'lt') ? instant.ms + 1 : instant.ms;
 }
 
 /** `age,-name` as sort keys; a field named twice is a fault. */
@@ -71,26 +87,41 @@ export function encodeCursor(sortText: string, sort: readonly SortKey[], last: U
   return Buffer.from(JSON.stringify(position)).toString('base64url');
 }
 
+/** The latest time a record can carry: the end of year 9999, in ms since the epoch. */
+const LAST_TIME = 253_402_300_799_999;
+
+/** Whether a cursor's value can be one of `field`'s: the cursors the service makes always are. */
+function fieldValue(field: SortField, value: unknown): boolean {
+  switch (field) {
+    case 'name':
+    case 'city':
+      return typeof value === 'string' && value.length <= 1000;
+    case 'id':
+      return Number.isSafeInteger(value) && (value as number) >= 1;
+    case 'age':
+      return Number.isInteger(value) && (value as number) >= 0 && (value as number) <= 150;
+    case 'createdAt':
+    case 'updatedAt':
+      return Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) <= LAST_TIME;
+  }
+}
+
 function decodeCursor(text: string, sortText: string, sort: readonly SortKey[]): ListOrder['after'] | undefined {
   try {
-    const position = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as {
-      s?: unknown;
-      v?: unknown;
-      i?: unknown;
-    };
-    const values = position.v;
+    const position = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown;
+    if (typeof position !== 'object' || position === null || Array.isArray(position)) return undefined;
+    const { s, v: values, i: id, ...rest } = position as { s?: unknown; v?: unknown; i?: unknown };
     if (
-      position.s !== sortText ||
+      Object.keys(rest).length > 0 ||
+      s !== sortText ||
       !Array.isArray(values) ||
       values.length !== sort.length ||
-      !Number.isSafeInteger(position.i) ||
-      !values.every((value, i) =>
-        ['name', 'city'].includes((sort[i] as SortKey).field) ? typeof value === 'string' : Number.isFinite(value),
-      )
+      !fieldValue('id', id) ||
+      !values.every((value, i) => fieldValue((sort[i] as SortKey).field, value))
     ) {
       return undefined;
     }
-    return { values: values as Array<string | number>, id: position.i as number };
+    return { values: values as Array<string | number>, id: id as number };
   } catch {
     return undefined;
   }
@@ -108,7 +139,7 @@ export function parseListing(query: ListQuery): Listing {
       const parameter = `${field}.${op}`;
       const text = query[parameter];
       if (text === undefined) continue;
-      const value = TIME_FIELDS.has(field) ? parseTime(text) : Number(text);
+      const value = TIME_FIELDS.has(field) ? timeBound(text, op) : Number(text);
       if (Number.isNaN(value)) faults.push({ parameter, detail: 'must be a date and time that exists' });
       else ranges.push({ field, op, value });
     }
@@ -143,9 +174,12 @@ export function parseListing(query: ListQuery): Listing {
   return { filter, order, sortText: query.sort };
 }
 
+/** `count=exact`, `count = exact` or `count="exact"`: a preference as RFC 7240 writes it. */
+const COUNT_EXACT = /^count\s*=\s*(?:exact|"exact")$/i;
+
 /** Whether the request asked for the total count (`Prefer: count=exact`, RFC 7240). */
 export function wantsCount(prefer: string | string[] | undefined): boolean {
   if (prefer === undefined) return false;
   const text = Array.isArray(prefer) ? prefer.join(',') : prefer;
-  return text.split(',').some((preference) => preference.split(';')[0]?.trim().toLowerCase() === 'count=exact');
+  return text.split(',').some((preference) => COUNT_EXACT.test(preference.split(';')[0]?.trim() ?? ''));
 }

@@ -90,6 +90,15 @@ const MIGRATIONS: readonly Migration[] = [
       INSERT INTO users_search (users_search) VALUES ('rebuild');
     `,
   },
+  {
+    version: 6,
+    name: 'search: ς folds to σ, ı stays ı',
+    // fold() changed for these two letters only, so only records with them are folded again.
+    sql: `
+      UPDATE users SET name_folded = fold(name), city_folded = fold(city)
+        WHERE instr(name_folded, 'ς') > 0 OR instr(city_folded, 'ς') > 0 OR instr(name, 'ı') > 0 OR instr(city, 'ı') > 0;
+    `,
+  },
 ];
 
 /**
