@@ -123,7 +123,7 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   });
   registerConditionalGet(app);
 
-  await registerDocs(app);
+  await registerDocs(app, config.tokens.length > 0);
   const store = withMetrics ? metrics.store : deps.store;
   registerHealthRoutes(app, store);
   registerUserRoutes(app, store, config.listingCacheMb * 1024 * 1024);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
+import { type InProcessApp, startApp } from './helpers/app.ts';
 import { CHROMIUM, CHROMIUM_ARGS } from './helpers/chromium.ts';
 import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
 
@@ -109,5 +110,69 @@ describe('/docs in a real browser with the network off and tokens required', () 
 
     assert.deepEqual(leaked, [], `requests left 127.0.0.1: ${leaked.join(', ')}`);
     assert.deepEqual(cspViolations, [], `the page's CSP blocked something:\n${cspViolations.join('\n')}`);
+  });
+});
+
+// "Try it out" on every operation the page shows, with the values it fills in by itself: each must
+// succeed (a 405 where the document says the method is not served), in one session, without tokens.
+describe('/docs: Try it out works on every operation with the defaults it shows', () => {
+  let running: InProcessApp | undefined;
+  let context: BrowserContext | undefined;
+  const profile = tempDir('user-records-chromium-');
+
+  before(async () => {
+    if (!existsSync(CHROMIUM)) return;
+    running = await startApp({ RATE_LIMIT: 'off' });
+    context = await chromium.launchPersistentContext(profile.dir, { executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  });
+  after(async () => {
+    try {
+      await context?.close();
+      await running?.close();
+    } finally {
+      profile.cleanup();
+    }
+  });
+
+  it('every operation answers as documented, and no two tries share an Idempotency-Key', async (t) => {
+    if (!existsSync(CHROMIUM) && process.env.CI !== 'true') {
+      t.skip(`Chromium is not installed at ${CHROMIUM}`);
+      return;
+    }
+    assert.ok(running !== undefined && context !== undefined, 'the browser or the app did not start');
+    const doc = JSON.parse((await running.app.inject({ url: '/openapi.json' })).body) as {
+      paths: Record<string, Record<string, { operationId: string; tags: string[] }>>;
+    };
+    // Create first (the other record operations use id 1), delete last.
+    const rank = (id: string) => (id === 'createUser' ? 0 : id === 'deleteUser' ? 2 : 1);
+    const operations = Object.values(doc.paths)
+      .flatMap((item) => Object.entries(item))
+      .filter(([method]) => ['get', 'post', 'put', 'patch', 'delete'].includes(method))
+      .map(([, operation]) => ({ id: operation.operationId, tag: operation.tags[0] as string }))
+      .sort((a, b) => rank(a.id) - rank(b.id));
+    const page = context.pages()[0] ?? (await context.newPage());
+    const sent: string[] = [];
+    page.on('request', (request) => {
+      const key = request.headers()['idempotency-key'];
+      if (key !== undefined) sent.push(key);
+    });
+    await page.goto(`${running.url}/docs`, { waitUntil: 'load' });
+    const statuses: string[] = [];
+    for (const { id, tag } of operations) {
+      const block = page.locator(`#operations-${tag}-${id}`);
+      await block.waitFor({ state: 'visible', timeout: RENDER_TIMEOUT_MS });
+      await block.locator('.opblock-summary').first().click();
+      await block.locator('button.try-out__btn').click();
+      await block.locator('button.execute').click();
+      const status = block.locator('.live-responses-table .response .response-col_status').first();
+      await status.waitFor({ state: 'visible', timeout: RENDER_TIMEOUT_MS });
+      const code = ((await status.textContent()) ?? '').trim();
+      statuses.push(`${id} ${code}`);
+      const expected = id.endsWith('NotAllowed') ? /^405$/ : /^2\d\d$/;
+      assert.match(code, expected, `${id}: ${code}; so far ${statuses.join(', ')}`);
+    }
+    t.diagnostic(statuses.join(', '));
+    assert.ok(statuses.length >= 12, `only ${statuses.length} operations tried`);
+    assert.equal(new Set(sent).size, sent.length, `an Idempotency-Key sent twice: ${sent.join(', ')}`);
   });
 });

@@ -101,7 +101,7 @@ for (const backend of BACKENDS) {
         '/users/-1',
         '/users/1.5',
         '/users/abc',
-        '/users/01',
+        '/users/00',
         '/users/99999999',
         '/nope',
       ]) {
@@ -120,6 +120,15 @@ for (const backend of BACKENDS) {
         expectedStatus: 404,
         expectedProblem: {},
       });
+    });
+
+    it('reads an id written with leading zeros as the same record, as every number is read', async () => {
+      const id = await createUser(suite.current.app, 'Zero', 30, 'Oslo');
+      const plain = await call(suite.current.app, 'GET', `/users/${id}`);
+      const padded = await call(suite.current.app, 'GET', `/users/000${id}`);
+      assert.equal(padded.status, 200);
+      assert.equal(padded.text, plain.text);
+      assert.equal(padded.headers.get('etag'), plain.headers.get('etag'));
     });
 
     it('answers 405 with Allow for a method a path does not serve', async () => {

@@ -77,7 +77,7 @@ describe('OpenAPI document', () => {
     });
   }
 
-  it('POST /users takes name, age and city as query parameters; age has a pattern', () => {
+  it('POST /users takes name, age and city as required query parameters; age is an integer of 0 to 150', () => {
     const parameters = operation(doc, '/users', 'post').parameters;
     assert.ok(Array.isArray(parameters), 'POST /users has no parameters');
     const query = new Map<string, Json>();
@@ -88,10 +88,37 @@ describe('OpenAPI document', () => {
     }
     for (const name of ['name', 'age', 'city']) {
       assert.ok(query.has(name), `POST /users lacks query parameter ${name} (has ${[...query.keys()].join(', ')})`);
+      assert.equal(query.get(name)?.required, true, `POST /users: ${name} is not required`);
     }
     const ageSchema = objectAt(query.get('age'), 'schema', 'the age parameter schema');
-    assert.equal(typeof ageSchema.pattern, 'string', 'the age parameter schema has no pattern');
-    assert.doesNotThrow(() => new RegExp(String(ageSchema.pattern), 'u'), 'the age pattern is not a valid regex');
+    assert.deepEqual(ageSchema, { type: 'integer', minimum: 0, maximum: 150 });
+    assert.equal(operation(doc, '/users', 'post').requestBody, undefined, 'a body beside required query fields');
+  });
+
+  it('names its components, gives every operation its own operationId, and has servers and a license', () => {
+    const schemas = objectAt(objectAt(doc, 'components', 'components'), 'schemas', 'components.schemas');
+    for (const name of ['User', 'Users', 'Problem']) objectAt(schemas, name, `components.schemas.${name}`);
+    const ids: string[] = [];
+    for (const item of Object.values(objectAt(doc, 'paths', 'paths'))) {
+      for (const [method, op] of Object.entries(item as Json)) {
+        assert.ok(isObject(op) && typeof op.operationId === 'string', `an operation without operationId (${method})`);
+        ids.push(op.operationId);
+      }
+    }
+    assert.equal(new Set(ids).size, ids.length, `repeated operationIds: ${ids.join(', ')}`);
+    assert.ok(Array.isArray(doc.servers) && doc.servers.length > 0);
+    assert.equal(objectAt(objectAt(doc, 'info', 'info'), 'license', 'license').name, 'MIT');
+    for (const path of ['/metrics', '/openapi.json', '/docs']) objectAt(objectAt(doc, 'paths', 'paths'), path, path);
+    const get304 = objectAt(objectAt(operation(doc, '/users/{id}', 'get'), 'responses', 'responses'), '304', '304');
+    objectAt(objectAt(get304, 'headers', '304 headers'), 'ETag', 'the ETag of a 304');
+    objectAt(objectAt(operation(doc, '/users', 'delete'), 'responses', 'responses'), '405', 'DELETE /users 405');
+  });
+
+  it('without tokens configured no operation needs one; the id of a path is an integer', () => {
+    assert.deepEqual(doc.security, [{}]);
+    const parameters = operation(doc, '/users/{id}', 'get').parameters as Json[];
+    const id = parameters.find((parameter) => parameter.in === 'path' && parameter.name === 'id');
+    assert.equal(objectAt(id, 'schema', 'the id schema').type, 'integer');
   });
 
   it('documents the response headers of POST /users, each with a string schema', () => {
@@ -103,10 +130,29 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('an unknown parameter on a probe is refused, as on every other route', async () => {
+    for (const path of ['/healthz?x=1', '/readyz?x=1']) {
+      const answer = await call(suite.current.app, 'GET', path);
+      assert.equal(answer.status, 400, path);
+    }
+  });
+
   it('/docs answers 200 with HTML', async () => {
     const answer = await call(suite.current.app, 'GET', '/docs');
     assert.equal(answer.status, 200);
     assert.match(answer.headers.get('content-type') ?? '', /^text\/html/);
     assert.match(answer.text, /<html/i);
+  });
+});
+
+describe('OpenAPI document with tokens configured', () => {
+  const suite = appForSuite({
+    API_TOKENS: 'read:r3adT0ken-4f9c2b7e1d8a6053-kq7xw,write:wr1te_token-9b3e5c1a7f2d4068-zm4=',
+  });
+  it('needs a bearer token on every operation but the public ones', async () => {
+    const doc = JSON.parse((await call(suite.current.app, 'GET', '/openapi.json')).text) as Json;
+    assert.deepEqual(doc.security, [{ bearerAuth: [] }]);
+    assert.deepEqual(operation(doc, '/healthz', 'get').security, []);
+    assert.equal(operation(doc, '/users', 'get').security, undefined);
   });
 });

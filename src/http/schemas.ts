@@ -18,7 +18,7 @@ export const ProblemSchema = Type.Object(
       ),
     ),
   },
-  { description: 'RFC 9457 problem details.' },
+  { title: 'Problem', description: 'RFC 9457 problem details.' },
 );
 
 export const ERROR_MEANINGS: Record<number, string> = {

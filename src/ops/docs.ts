@@ -10,35 +10,162 @@ import { ERROR_MEANINGS, ProblemSchema } from '../http/schemas.ts';
 import { DOCS_CSP } from '../http/security-headers.ts';
 
 interface Operation {
+  operationId?: string;
   security?: Array<Record<string, string[]>>;
   responses?: Record<string, unknown>;
-  parameters?: Array<{ in: string; name: string; required?: boolean; description?: string }>;
-  requestBody?: { required?: boolean; content?: Record<string, { schema?: { properties?: object } }> };
+  parameters?: Array<{
+    in: string;
+    name: string;
+    required?: boolean;
+    description?: string;
+    schema?: unknown;
+    example?: unknown;
+  }>;
+  requestBody?: unknown;
+  [key: string]: unknown;
+}
+
+type Json = Record<string, unknown>;
+type OpenApiObject = Json & { paths?: Record<string, Record<string, Operation>>; components?: Json };
+
+/** Schemas published under their `title` in components.schemas and referenced where they are used. */
+const NAMED = new Set(['User', 'Users', 'Problem', 'Status']);
+
+const isObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * The schema as the document shows it: a schema with `x-document-as` is shown as that (a number
+ * checked as text by its pattern is an integer to a client), and a named one as a reference.
+ */
+function published(node: unknown, named: Json): unknown {
+  if (Array.isArray(node)) return node.map((item) => published(item, named));
+  if (!isObject(node)) return node;
+  if (isObject(node['x-document-as'])) {
+    const { description, examples } = node;
+    return {
+      ...node['x-document-as'],
+      ...(description === undefined ? {} : { description }),
+      ...(Array.isArray(examples) ? { examples: examples.map(Number) } : {}),
+    };
+  }
+  const copy: Json = {};
+  for (const [key, value] of Object.entries(node)) copy[key] = published(value, named);
+  const title = copy.title;
+  if (typeof title === 'string' && NAMED.has(title) && (copy.type === 'object' || copy.properties !== undefined)) {
+    named[title] ??= copy;
+    return { $ref: `#/components/schemas/${title}` };
+  }
+  return copy;
+}
+
+const problemContent = () => ({ [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } });
+const ALLOW_HEADER = { Allow: { description: 'The methods this path serves.', schema: { type: 'string' } } };
+
+/** What the route schemas cannot say themselves: the pages and methods served outside them. */
+const EXTRA_PATHS: Record<string, Record<string, Operation>> = {
+  '/metrics': {
+    get: {
+      tags: ['operations'],
+      operationId: 'getMetrics',
+      summary: 'Metrics for Prometheus',
+      description:
+        'Requests, their durations and outcomes, the database calls, the process. Not rate limited, not shed.',
+      responses: {
+        200: {
+          description: 'Prometheus text format 0.0.4.',
+          content: { 'text/plain': { schema: { type: 'string' } } },
+        },
+        401: {
+          description: 'Tokens are configured and this request had none, or a wrong one.',
+          content: problemContent(),
+        },
+        503: { description: 'The metrics of every worker could not be gathered; retry.', content: problemContent() },
+      },
+    },
+  },
+  '/docs': {
+    get: {
+      tags: ['operations'],
+      operationId: 'getDocsPage',
+      summary: 'This document as a web page',
+      description: 'Swagger UI, served by the service itself; it loads nothing from elsewhere.',
+      security: [],
+      responses: { 200: { description: 'The page.', content: { 'text/html': { schema: { type: 'string' } } } } },
+    },
+  },
+};
+
+/** `/users` and `/users/{id}` answer 405 with Allow to the methods they do not serve. */
+const NOT_SERVED: Record<string, readonly string[]> = { '/users': ['put', 'patch', 'delete'], '/users/{id}': ['post'] };
+
+function notServed(path: string, method: string): Operation {
+  const name = path === '/users' ? 'Users' : 'User';
+  return {
+    tags: ['users'],
+    operationId: `${method}${name}NotAllowed`,
+    summary: `${method.toUpperCase()} is not served here`,
+    security: [],
+    responses: {
+      405: {
+        description: ERROR_MEANINGS[405] ?? 'Method not allowed.',
+        headers: ALLOW_HEADER,
+        content: problemContent(),
+      },
+    },
+  };
 }
 
 /**
- * Where a body may carry the same parameters as the query string, neither form is required on its
- * own: the body becomes optional and those query parameters are marked "required unless in the body".
+ * The document as clients and tools read it: named components, a unique operationId for every
+ * operation (HEAD and OPTIONS get their own), ids, ages and pages as integers, the bodies left to
+ * the descriptions (the query string is the published form, so what it requires is required),
+ * security as this instance is configured, and the routes served outside the route schemas.
  */
-type OpenApiPaths = { paths?: Record<string, Record<string, Operation>> };
-
-function markBodyAlternatives(document: OpenApiPaths) {
-  for (const item of Object.values(document.paths ?? {})) {
-    for (const operation of Object.values(item)) {
-      const body = operation.requestBody;
-      if (body === undefined) continue;
-      body.required = false;
-      const carried = new Set(
-        Object.values(body.content ?? {}).flatMap((media) => Object.keys(media.schema?.properties ?? {})),
-      );
-      for (const parameter of operation.parameters ?? []) {
-        if (parameter.in !== 'query' || !carried.has(parameter.name) || parameter.required !== true) continue;
-        parameter.required = false;
-        parameter.description = `Required, here or in the body (not both). ${parameter.description ?? ''}`.trim();
+export function shapeDocument(document: OpenApiObject, tokens: boolean): OpenApiObject {
+  const named: Json = {};
+  const paths: Record<string, Record<string, Operation>> = {};
+  for (const [path, item] of Object.entries({ ...document.paths, ...EXTRA_PATHS })) {
+    const shaped: Record<string, Operation> = {};
+    for (const [method, operation] of Object.entries(item)) {
+      const copy = published(operation, named) as Operation;
+      delete copy.requestBody;
+      for (const parameter of copy.parameters ?? []) {
+        if (parameter.in === 'path' && parameter.name === 'id') {
+          parameter.schema = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER };
+          parameter.example = 1;
+        }
+        // An example of a number shown as an integer is an integer too.
+        if (
+          isObject(parameter.schema) &&
+          parameter.schema.type === 'integer' &&
+          typeof parameter.example === 'string'
+        ) {
+          parameter.example = Number(parameter.example);
+        }
+        // A docs page fills every example in: a read's optional filters, all at once, match nothing
+        // or contradict each other (after with sort), so a read shows none.
+        if ((method === 'get' || method === 'head') && parameter.in === 'query' && parameter.required !== true) {
+          delete parameter.example;
+        }
       }
+      shaped[method] = copy;
     }
+    if (shaped.head !== undefined && shaped.get?.operationId !== undefined) {
+      shaped.head = { ...shaped.head, operationId: `${shaped.get.operationId}Head` };
+    }
+    for (const method of NOT_SERVED[path] ?? []) shaped[method] ??= notServed(path, method);
+    paths[path] = shaped;
   }
-  return document;
+  const components = isObject(document.components) ? document.components : {};
+  return {
+    ...document,
+    servers: [{ url: '/', description: 'This service, at the address the document was read from.' }],
+    // Tokens configured: every operation needs one unless it says otherwise; none: no operation does.
+    security: tokens ? [{ bearerAuth: [] }] : [{}],
+    paths,
+    components: { ...components, schemas: { ...(isObject(components.schemas) ? components.schemas : {}), ...named } },
+  };
 }
 
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -55,6 +182,25 @@ function problemResponse(description: string) {
  */
 function withCommonResponses({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }) {
   const policy = (route.config as PolicyConfig | undefined)?.policy ?? {};
+  if (route.method === 'OPTIONS') {
+    const name = url.replace(/[/:{}.]+(\w)?/g, (_all, next?: string) => (next ?? '').toUpperCase());
+    return {
+      url,
+      schema: {
+        tags: [url.startsWith('/users') ? 'users' : 'operations'],
+        operationId: `options${name}`,
+        summary: 'The methods this path serves',
+        ...(policy.public === true ? { security: [] } : {}),
+        response: {
+          204: {
+            description: 'No body; Allow lists the methods.',
+            type: 'null',
+            headers: { Allow: { type: 'string' } },
+          },
+        },
+      },
+    };
+  }
   const response: Record<string, unknown> = { ...(schema.response as Record<string, unknown> | undefined) };
   response['414'] ??= problemResponse(`The URL is longer than ${kib(URL_LIMIT)}.`);
   if (policy.rateLimited !== false) {
@@ -76,7 +222,7 @@ function withCommonResponses({ schema, url, route }: { schema: FastifySchema; ur
  * The OpenAPI 3.1 document, generated from the route schemas that validate requests, at
  * `/openapi.json`, and a Swagger UI page for it at `/docs` that loads nothing from the internet.
  */
-export async function registerDocs(app: FastifyInstance): Promise<void> {
+export async function registerDocs(app: FastifyInstance, tokens: boolean): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -84,7 +230,8 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
         title: 'user-records',
         version: VERSION,
         description:
-          'Stores and serves user records (name, age, city). The unversioned paths are version 1 and stay compatible. Errors are RFC 9457 problem details.',
+          'Stores and serves user records (name, age, city). The unversioned paths are version 1 and stay compatible. Errors are RFC 9457 problem details. `POST`, `PUT` and `PATCH` take their fields in the query string, as documented here, or instead as a JSON or form body (never both). Every path answers 405 with `Allow` to a method it does not serve, and `OPTIONS` with the methods it serves.',
+        license: { name: 'MIT', identifier: 'MIT' },
       },
       tags: [
         { name: 'users', description: 'The user records' },
@@ -100,13 +247,12 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
           },
         },
       },
-      security: [{ bearerAuth: [] }],
     },
     exposeHeadRoutes: true,
     transform: withCommonResponses,
     transformObject: (documentObject) =>
       'openapiObject' in documentObject
-        ? markBodyAlternatives(documentObject.openapiObject as OpenApiPaths)
+        ? shapeDocument(documentObject.openapiObject as OpenApiObject, tokens)
         : documentObject.swaggerObject,
   });
   // The docs page's routes are Swagger UI's; they get their policy as they are added.
@@ -120,6 +266,18 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
     });
   });
   const openapi = withPolicy({ public: true });
-  app.get('/openapi.json', { ...openapi, schema: { hide: true } }, async () => app.swagger());
+  app.get(
+    '/openapi.json',
+    {
+      ...openapi,
+      schema: {
+        tags: ['operations'],
+        operationId: 'getOpenApi',
+        summary: 'This document',
+        response: { 200: { description: 'OpenAPI 3.1, as JSON.', type: 'object', additionalProperties: true } },
+      },
+    },
+    async () => app.swagger(),
+  );
   allowOnly(app, '/openapi.json', ['GET'], openapi.config.policy);
 }

@@ -6,7 +6,9 @@ import { HttpError } from '../http/problem.ts';
 import { jsonResponse, problemResponses } from '../http/schemas.ts';
 import type { UserStore } from '../store/store.ts';
 
-const Status = Type.Object({ status: Type.Literal('ok') });
+const Status = Type.Object({ status: Type.Literal('ok') }, { title: 'Status' });
+/** No parameters: an unknown one is refused here as on every other route. */
+const NoQuery = Type.Object({}, { additionalProperties: false });
 
 /** `/healthz`: the process answers. `/readyz`: and its database answers too. */
 export function registerHealthRoutes(app: FastifyInstance, store: UserStore): void {
@@ -21,6 +23,8 @@ export function registerHealthRoutes(app: FastifyInstance, store: UserStore): vo
       schema: {
         tags: ['operations'],
         summary: 'Liveness: the process is up',
+        operationId: 'getLiveness',
+        querystring: NoQuery,
         response: { 200: jsonResponse(Status, 'Alive.'), ...problemResponses(400, 500) },
       },
     },
@@ -34,6 +38,8 @@ export function registerHealthRoutes(app: FastifyInstance, store: UserStore): vo
       schema: {
         tags: ['operations'],
         summary: 'Readiness: the database answers',
+        operationId: 'getReadiness',
+        querystring: NoQuery,
         response: { 200: jsonResponse(Status, 'Ready.'), ...problemResponses(400, 500, 503) },
       },
     },

@@ -24,9 +24,10 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
       preValidation,
       schema: {
         tags: TAGS,
-        summary: 'List records in creation order',
+        operationId: 'listUsers',
+        summary: 'List records: every one, or filtered, searched, sorted and paged',
         description:
-          'Every stored record, oldest first. Optional exact-match filters (`name`, `age`, `city`) and pages (`limit` with `after`); while more records remain, a `Link: <...>; rel="next"` header gives the next page.',
+          'Every stored record, oldest first. Optional exact-match filters (`name`, `age`, `city`), ranges (`age.gte`, `createdAt.lt`, ...), a search (`q`), a sort (`sort`) and pages (`limit` with `after`, or with `sort` the `cursor` of the Link); while more records remain, a `Link: <...>; rel="next"` header gives the next page. `Prefer: count=exact` adds `X-Total-Count`.',
         querystring: ListQuery,
         headers: ListHeaders,
         response: {
@@ -84,6 +85,7 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
       preValidation: [preValidation, checkIdempotencyKey],
       schema: {
         tags: TAGS,
+        operationId: 'createUser',
         summary: 'Create a record',
         description:
           'The parameters go in the query string (the original contract), or as a JSON or form body; not both. Answers 200 with the stored record and a `Location` header. With an `Idempotency-Key`, a retry with the same input within 24 hours stores nothing and gets the first answer again (with `Idempotent-Replayed: true`); the same key with other input answers 422.',

@@ -29,6 +29,7 @@ export function registerItemRoutes(app: FastifyInstance, store: UserStore): void
       // A GET has no body and its query only `fields`: there is no input to bring into shape.
       schema: {
         tags: TAGS,
+        operationId: 'getUser',
         summary: 'Read one record',
         params: IdParams,
         querystring: FieldsQuery,
@@ -60,6 +61,7 @@ export function registerItemRoutes(app: FastifyInstance, store: UserStore): void
       preValidation,
       schema: {
         tags: TAGS,
+        operationId: 'replaceUser',
         summary: 'Replace a record',
         description: 'All three fields are required. Honours If-Match.',
         params: IdParams,
@@ -79,6 +81,7 @@ export function registerItemRoutes(app: FastifyInstance, store: UserStore): void
       preValidation,
       schema: {
         tags: TAGS,
+        operationId: 'updateUser',
         summary: 'Change some fields of a record',
         description: 'At least one of name, age, city. Honours If-Match.',
         params: IdParams,
@@ -98,6 +101,7 @@ export function registerItemRoutes(app: FastifyInstance, store: UserStore): void
       preValidation,
       schema: {
         tags: TAGS,
+        operationId: 'deleteUser',
         summary: 'Delete a record',
         description: 'Answers with the deleted record. Honours If-Match. The id is never reused.',
         params: IdParams,
@@ -134,9 +138,9 @@ async function update(store: UserStore, request: UpdateRequest, reply: FastifyRe
   return answer(await store.update(id, changes, precondition(request, id)), id, reply, fields);
 }
 
-const ID = /^[1-9][0-9]{0,15}$/;
+const ID = /^0*[1-9][0-9]{0,15}$/;
 
-/** A path id: a canonical positive integer, or 404 (there can be no record there). */
+/** A path id: a positive integer (leading zeros allowed, as in every number), or 404. */
 function parseId(raw: string): number {
   const id = ID.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isSafeInteger(id)) throw new HttpError('not-found', 'There is no record with that id.');

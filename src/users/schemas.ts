@@ -40,6 +40,16 @@ const TEXT_PATTERN = `^(?=.*[\\p{L}\\p{N}\\p{P}\\p{S}])[^${FORBIDDEN}]*$`;
 const AGE_PATTERN = '^0*(?:[0-9]|[1-9][0-9]|1[0-4][0-9]|150)$';
 const FIELD_ALTERNATIVES = `(?:${ALL_FIELDS.join('|')})`;
 
+/**
+ * The same rule as the document shows it, for tools that read patterns without Unicode classes
+ * (Swagger UI's form checks, generated clients): a character that is not white space or
+ * zero-width among them, and none of the forbidden ones of the Basic Multilingual Plane. It
+ * refuses everything it can say; the service also refuses names of only combining marks and the
+ * noncharacters beyond U+FFFF, which such a pattern cannot name.
+ */
+const DOCUMENTED_TEXT_PATTERN =
+  '^(?=.*[^\\s\\u200B-\\u200D\\u2060\\uFEFF])[^\\u0000-\\u001F\\u007F-\\u009F\\u061C\\u200E\\u200F\\u202A-\\u202E\\u2066-\\u2069\\uFDD0-\\uFDEF\\uFFFE\\uFFFF]*$';
+
 function text(field: 'name' | 'city', example: string) {
   return Type.String({
     minLength: 1,
@@ -47,6 +57,7 @@ function text(field: 'name' | 'city', example: string) {
     pattern: TEXT_PATTERN,
     description: `${cap(RULES[field])}. Surrounding white space is trimmed before the check.`,
     examples: [example],
+    'x-document-as': { type: 'string', minLength: 1, maxLength: 200, pattern: DOCUMENTED_TEXT_PATTERN },
   });
 }
 
@@ -56,10 +67,16 @@ function cap(rule: string): string {
 
 const Name = text('name', 'Alice');
 const City = text('city', 'Paris');
+/** How the document shows a number that is checked as text: an integer, to a client. */
+const integer = (minimum: number, maximum: number) => ({
+  'x-document-as': { type: 'integer', minimum, maximum },
+});
+
 const Age = Type.String({
   pattern: AGE_PATTERN,
   description: `${cap(RULES.age)}. Stored as an integer and returned as a decimal string.`,
   examples: ['30'],
+  ...integer(0, 150),
 });
 const Fields = Type.String({
   pattern: `^${FIELD_ALTERNATIVES}(?:,${FIELD_ALTERNATIVES})*$`,
@@ -70,11 +87,13 @@ const Limit = Type.String({
   pattern: '^0*(?:[1-9][0-9]{0,2}|1000)$',
   description: `${cap(RULES.limit)}: the page size. Without it every matching record is returned.`,
   examples: ['100'],
+  ...integer(1, 1000),
 });
 const After = Type.String({
   pattern: '^[0-9]{1,15}$',
   description: `${cap(RULES.after)}: only records created after it are returned.`,
   examples: ['0'],
+  ...integer(0, Number.MAX_SAFE_INTEGER),
 });
 
 /** A record as the API shows it: `name`, `age`, `city` by default, more with `fields`. */
@@ -87,12 +106,12 @@ export const UserRecord = Type.Object(
     createdAt: Type.Optional(Type.String({ format: 'date-time', description: 'RFC 3339, UTC.' })),
     updatedAt: Type.Optional(Type.String({ format: 'date-time', description: 'RFC 3339, UTC.' })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'User' },
 );
 
 export const UsersEnvelope = Type.Object(
   { data: Type.Array(UserRecord) },
-  { additionalProperties: false, description: 'Every successful body: one key, `data`, an array.' },
+  { additionalProperties: false, title: 'Users', description: 'Every successful body: one key, `data`, an array.' },
 );
 
 /** Path parameter; anything that is not a stored positive integer id answers 404. */
@@ -119,8 +138,18 @@ const Cursor = Type.String({
   pattern: '^[A-Za-z0-9_-]{1,2000}$',
   description: `${cap(RULES.cursor)}: where a sorted page starts (opaque; only with the same \`sort\`).`,
 });
-const IdBound = Type.String({ pattern: '^[0-9]{1,15}$', description: `${cap(RULES.id)}.`, examples: ['100'] });
-const AgeBound = Type.String({ pattern: AGE_PATTERN, description: `${cap(RULES.age)}.`, examples: ['30'] });
+const IdBound = Type.String({
+  pattern: '^[0-9]{1,15}$',
+  description: `${cap(RULES.id)}.`,
+  examples: ['100'],
+  ...integer(0, Number.MAX_SAFE_INTEGER),
+});
+const AgeBound = Type.String({
+  pattern: AGE_PATTERN,
+  description: `${cap(RULES.age)}.`,
+  examples: ['30'],
+  ...integer(0, 150),
+});
 const TimeBound = Type.String({
   pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\\.[0-9]{1,9})?(?:[Zz]|[+-][0-9]{2}:[0-9]{2})$',
   description: `${cap(RULES.time)}.`,
@@ -229,8 +258,8 @@ export const CreateHeaders = Type.Object({
   'idempotency-key': Type.Optional(
     Type.String({
       pattern: IDEMPOTENCY_KEY_PATTERN,
-      description: `A client-chosen key, ${IDEMPOTENCY_KEY_RULE}, e.g. a UUID. A retry with the same key and input within 24 hours stores nothing and gets the first answer again; the same key with other input answers 422.`,
-      examples: ['3f0c9a4e-8d1b-4c57-9a8e-2b6f1d7e5a10'],
+      // No example: a page that fills one in would send the same key for everyone who tries it.
+      description: `A client-chosen key, ${IDEMPOTENCY_KEY_RULE}, e.g. a fresh UUID for each new record. A retry with the same key and input within 24 hours stores nothing and gets the first answer again; the same key with other input answers 422.`,
     }),
   ),
 });
