@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import fc from 'fast-check';
 import { appForSuite } from './helpers/app.ts';
 import { call } from './helpers/http.ts';
 
@@ -154,5 +155,97 @@ describe('OpenAPI document with tokens configured', () => {
     assert.deepEqual(doc.security, [{ bearerAuth: [] }]);
     assert.deepEqual(operation(doc, '/healthz', 'get').security, []);
     assert.equal(operation(doc, '/users', 'get').security, undefined);
+  });
+});
+
+// The document and the service agree: a request built from the document's rules is accepted, and
+// one that breaks a rule the document states is refused (400), for every operation with parameters.
+describe('the document and the service agree on what is valid (fast-check)', () => {
+  const suite = appForSuite({ RATE_LIMIT: 'off' });
+  type Parameter = { name: string; in: string; required?: boolean; schema: Json };
+
+  /** Values a schema allows: integers in range; text from a small alphabet of many scripts. */
+  function valid(schema: Json): fc.Arbitrary<string> {
+    if (schema.type === 'integer') {
+      return fc
+        .integer({ min: Number(schema.minimum ?? 0), max: Math.min(Number(schema.maximum ?? 1e9), 1e9) })
+        .map(String);
+    }
+    const pattern = typeof schema.pattern === 'string' ? new RegExp(schema.pattern) : undefined;
+    const letters = fc.constantFrom(...'aZé李Σж9-_.!🙂 '.split(/(?:)/u));
+    return fc
+      .array(letters, {
+        minLength: Number(schema.minLength ?? 1),
+        maxLength: Math.min(Number(schema.maxLength ?? 20), 20),
+      })
+      .map((chars) => chars.join(''))
+      .filter((text) => text.trim() === text && (pattern === undefined || pattern.test(text)));
+  }
+
+  /** Values a schema refuses, as the document says it. */
+  function invalid(schema: Json): fc.Arbitrary<string> | undefined {
+    if (schema.type === 'integer') {
+      return fc.oneof(
+        fc.integer({ min: -1000, max: Number(schema.minimum ?? 0) - 1 }).map(String),
+        fc.constantFrom('x', '1.5', '', ' 1'),
+      );
+    }
+    if (typeof schema.maxLength === 'number' && schema.maxLength <= 200)
+      return fc.constant('a'.repeat(schema.maxLength + 1));
+    return undefined;
+  }
+
+  const cases: Array<{ method: string; path: string; parameters: Parameter[] }> = [
+    { method: 'POST', path: '/users', parameters: [] },
+    { method: 'PUT', path: '/users/1', parameters: [] },
+    { method: 'PATCH', path: '/users/1', parameters: [] },
+  ];
+
+  it('every request the document allows is accepted; breaking one stated rule is a 400', async () => {
+    // Record 1, which PUT and PATCH change.
+    assert.equal((await call(suite.current.app, 'POST', '/users?name=Seed&age=1&city=Here')).status, 200);
+    const doc = JSON.parse((await call(suite.current.app, 'GET', '/openapi.json')).text) as Json;
+    const paths = objectAt(doc, 'paths', 'paths');
+    for (const entry of cases) {
+      const template = entry.path === '/users' ? '/users' : '/users/{id}';
+      const op = objectAt(objectAt(paths, template, template), entry.method.toLowerCase(), entry.method);
+      entry.parameters = (op.parameters as Parameter[]).filter(
+        (parameter) => parameter.in === 'query' && ['name', 'age', 'city'].includes(parameter.name),
+      );
+    }
+    for (const entry of cases) {
+      const required = entry.parameters.filter((parameter) => parameter.required === true);
+      const optional = entry.parameters.filter((parameter) => parameter.required !== true);
+      const request = fc.record(
+        Object.fromEntries([
+          ...required.map((parameter) => [parameter.name, valid(parameter.schema)]),
+          ...optional.map((parameter) => [parameter.name, fc.option(valid(parameter.schema), { nil: undefined })]),
+        ]),
+      ) as fc.Arbitrary<Record<string, string | undefined>>;
+      await fc.assert(
+        fc.asyncProperty(request, fc.nat({ max: entry.parameters.length - 1 }), async (values, broken) => {
+          const given = Object.entries(values).filter((pair): pair is [string, string] => pair[1] !== undefined);
+          if (given.length === 0) return; // PATCH: at least one field, which the text says
+          const query = new URLSearchParams(given).toString();
+          const accepted = await call(suite.current.app, entry.method, `${entry.path}?${query}`);
+          assert.equal(accepted.status, 200, `${entry.method} ${entry.path}?${query}: ${accepted.text}`);
+          const parameter = entry.parameters[broken] as Parameter;
+          const bad = invalid(parameter.schema);
+          if (bad === undefined) return;
+          const value = fc.sample(bad, 1)[0] as string;
+          const wrong = new URLSearchParams([
+            ...given.filter(([name]) => name !== parameter.name),
+            [parameter.name, value],
+          ]);
+          const refused = await call(suite.current.app, entry.method, `${entry.path}?${wrong}`);
+          assert.equal(refused.status, 400, `${entry.method} ${entry.path}?${wrong}: ${refused.text}`);
+        }),
+        { numRuns: 60, seed: Number(process.env.OPENAPI_SEED ?? 20261123) },
+      );
+      if (required.length > 0) {
+        const missing = await call(suite.current.app, entry.method, `${entry.path}?age=1`);
+        assert.equal(missing.status, 400, `${entry.method} without the required name and city`);
+      }
+    }
   });
 });
