@@ -91,7 +91,10 @@ const EXTRA_PATHS: Record<string, Record<string, Operation>> = {
       summary: 'This document as a web page',
       description: 'Swagger UI, served by the service itself; it loads nothing from elsewhere.',
       security: [],
-      responses: { 200: { description: 'The page.', content: { 'text/html': { schema: { type: 'string' } } } } },
+      responses: {
+        200: { description: 'The page.', content: { 'text/html': { schema: { type: 'string' } } } },
+        404: { description: 'No such file of the page.', content: problemContent() },
+      },
     },
   },
 };
@@ -101,10 +104,13 @@ const NOT_SERVED: Record<string, readonly string[]> = { '/users': ['put', 'patch
 
 function notServed(path: string, method: string): Operation {
   const name = path === '/users' ? 'Users' : 'User';
+  const id = { in: 'path', name: 'id', required: true, schema: { type: 'integer', minimum: 1 } };
   return {
     tags: ['users'],
+    ...(path.includes('{id}') ? { parameters: [id] } : {}),
     operationId: `${method}${name}NotAllowed`,
     summary: `${method.toUpperCase()} is not served here`,
+    description: 'Answered 405 problem details, with `Allow` listing the methods this path serves.',
     security: [],
     responses: {
       405: {
@@ -161,8 +167,8 @@ export function shapeDocument(document: OpenApiObject, tokens: boolean): OpenApi
   return {
     ...document,
     servers: [{ url: '/', description: 'This service, at the address the document was read from.' }],
-    // Tokens configured: every operation needs one unless it says otherwise; none: no operation does.
-    security: tokens ? [{ bearerAuth: [] }] : [{}],
+    // Tokens configured: every operation needs one unless it says otherwise; none: a token is optional.
+    security: tokens ? [{ bearerAuth: [] }] : [{}, { bearerAuth: [] }],
     paths,
     components: { ...components, schemas: { ...(isObject(components.schemas) ? components.schemas : {}), ...named } },
   };
@@ -180,24 +186,19 @@ function problemResponse(description: string) {
  * token (`security: []`), the rest declare the 401 and, when they write, the 403 that come with
  * tokens configured.
  */
-function withCommonResponses({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }) {
+function withCommonResponses(given: { schema: FastifySchema; url: string; route: RouteOptions }) {
+  const { url, route } = given;
+  let schema = given.schema;
   const policy = (route.config as PolicyConfig | undefined)?.policy ?? {};
   if (route.method === 'OPTIONS') {
     const name = url.replace(/[/:{}.]+(\w)?/g, (_all, next?: string) => (next ?? '').toUpperCase());
-    return {
-      url,
-      schema: {
-        tags: [url.startsWith('/users') ? 'users' : 'operations'],
-        operationId: `options${name}`,
-        summary: 'The methods this path serves',
-        ...(policy.public === true ? { security: [] } : {}),
-        response: {
-          204: {
-            description: 'No body; Allow lists the methods.',
-            type: 'null',
-            headers: { Allow: { type: 'string' } },
-          },
-        },
+    schema = {
+      tags: [url.startsWith('/users') ? 'users' : 'operations'],
+      operationId: `options${name}`,
+      summary: 'The methods this path serves',
+      description: 'No body; `Allow` lists the methods. A browser’s CORS preflight is answered before this.',
+      response: {
+        204: { description: 'No body; Allow lists the methods.', type: 'null', headers: { Allow: { type: 'string' } } },
       },
     };
   }
@@ -274,6 +275,7 @@ export async function registerDocs(app: FastifyInstance, tokens: boolean): Promi
         tags: ['operations'],
         operationId: 'getOpenApi',
         summary: 'This document',
+        description: 'Generated from the schemas that check every request; security as this instance is configured.',
         response: { 200: { description: 'OpenAPI 3.1, as JSON.', type: 'object', additionalProperties: true } },
       },
     },

@@ -23,6 +23,7 @@ export function registerHealthRoutes(app: FastifyInstance, store: UserStore): vo
       schema: {
         tags: ['operations'],
         summary: 'Liveness: the process is up',
+        description: 'Answers even while the service sheds load; no token, not rate limited.',
         operationId: 'getLiveness',
         querystring: NoQuery,
         response: { 200: jsonResponse(Status, 'Alive.'), ...problemResponses(400, 500) },
@@ -38,6 +39,7 @@ export function registerHealthRoutes(app: FastifyInstance, store: UserStore): vo
       schema: {
         tags: ['operations'],
         summary: 'Readiness: the database answers',
+        description: 'A round trip to the database; 503 while it does not answer, or while the service sheds load.',
         operationId: 'getReadiness',
         querystring: NoQuery,
         response: { 200: jsonResponse(Status, 'Ready.'), ...problemResponses(400, 500, 503) },

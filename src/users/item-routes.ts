@@ -31,6 +31,7 @@ export function registerItemRoutes(app: FastifyInstance, store: UserStore): void
         tags: TAGS,
         operationId: 'getUser',
         summary: 'Read one record',
+        description: 'The record with its `ETag`; `If-None-Match` with that ETag answers 304 while it has not changed.',
         params: IdParams,
         querystring: FieldsQuery,
         headers: ReadHeaders,
