@@ -4,7 +4,7 @@ import type { BenchResults, RunRecord, StageRecord } from './results.ts';
 import type { SystemId } from './systems.ts';
 import { toMarkdown } from './table-format.ts';
 import { ceilingOf, findRun } from './targets.ts';
-import type { WorkloadName } from './workloads.ts';
+import { QUERY_WORKLOADS, WORKLOAD_LABELS, type WorkloadName } from './workloads.ts';
 
 const fmt = (n: number | undefined, digits = 0) =>
   n === undefined || Number.isNaN(n) ? '–' : n.toLocaleString('en-US', { maximumFractionDigits: digits });
@@ -75,6 +75,25 @@ export function performanceSection(results: BenchResults): string {
     right: [false, ...columns.map(() => true)],
     rows: rows.map(([label, cell]) => [label, ...columns.map((column) => cell(column.system))]),
   };
+  const queryColumns = (['sqlite', 'postgres'] as const)
+    .filter((system) => results.runs.some((run) => run.system === system))
+    .flatMap((system) => [1_000, 1_000_000].map((records) => ({ system, records })));
+  const queries = {
+    header: [
+      'GET /users query',
+      ...queryColumns.map(
+        ({ system, records }) => `${system === 'sqlite' ? 'SQLite' : 'PostgreSQL'}, ${records === 1_000 ? '1k' : '1M'}`,
+      ),
+    ],
+    right: [false, ...queryColumns.map(() => true)],
+    rows: [...QUERY_WORKLOADS, 'count-city' as const].map((workload) => [
+      WORKLOAD_LABELS[workload],
+      ...queryColumns.map(({ system, records }) => {
+        const run = findRun(results.runs, system, workload, records);
+        return run === undefined ? '' : `${fmt(run.requestsPerSecond)}/s, p99 ${fmt(run.p99Ms, 1)} ms`;
+      }),
+    ]),
+  };
   const ceilingA = findRun(results.runs, 'ceiling-a', 'read', 1_000);
   const healthz = findRun(results.runs, 'sqlite', 'healthz', 1_000);
   const ceilingHealthz = findRun(results.runs, 'ceiling-a', 'healthz', 1_000);
@@ -87,6 +106,10 @@ export function performanceSection(results: BenchResults): string {
     healthz === undefined || ceilingHealthz === undefined
       ? ''
       : `\`GET /healthz\`: ${fmt(healthz.requestsPerSecond)}/s (${x(healthz.requestsPerSecond / ceilingHealthz.requestsPerSecond)} ceiling A).`,
+    '',
+    'The queries of `GET /users` (10 connections; the count of one city at 1):',
+    '',
+    toMarkdown(queries),
     '',
     'The price list: reading one record with the layers of the request path added one at a time (`bench/layered-server.ts`), as requests/s and server CPU per request:',
     '',
