@@ -383,38 +383,28 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
-                };
+                content?: never;
             };
             /** @description The URL is longer than 8 KiB. */
             414: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds. */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description The database is not reachable, the service is overloaded or shutting down; retry after Retry-After seconds. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
         };
     };
@@ -507,36 +497,28 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["Status"];
-                };
+                content?: never;
             };
             /** @description Invalid input (every bad parameter is listed in `errors`), a malformed body or an unsupported body type. Nothing was stored. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description The URL is longer than 8 KiB. */
             414: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description An internal error; the cause is logged, not shown. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
         };
     };
@@ -647,45 +629,35 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["Status"];
-                };
+                content?: never;
             };
             /** @description Invalid input (every bad parameter is listed in `errors`), a malformed body or an unsupported body type. Nothing was stored. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description The URL is longer than 8 KiB. */
             414: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description An internal error; the cause is logged, not shown. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description The database is not reachable, the service is overloaded or shutting down; retry after Retry-After seconds. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
         };
     };
@@ -714,21 +686,21 @@ export interface operations {
                 "id.lt"?: number;
                 /** @description Only records whose id is at or below this. A whole number (an id). */
                 "id.lte"?: number;
-                /** @description Only records whose createdAt is above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z. */
+                /** @description Only records whose createdAt is above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
                 "createdAt.gt"?: string;
-                /** @description Only records whose createdAt is at or above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z. */
+                /** @description Only records whose createdAt is at or above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
                 "createdAt.gte"?: string;
-                /** @description Only records whose createdAt is below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z. */
+                /** @description Only records whose createdAt is below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
                 "createdAt.lt"?: string;
-                /** @description Only records whose createdAt is at or below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z. */
+                /** @description Only records whose createdAt is at or below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
                 "createdAt.lte"?: string;
-                /** @description Only records whose updatedAt is above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z. */
+                /** @description Only records whose updatedAt is above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
                 "updatedAt.gt"?: string;
-                /** @description Only records whose updatedAt is at or above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z. */
+                /** @description Only records whose updatedAt is at or above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
                 "updatedAt.gte"?: string;
-                /** @description Only records whose updatedAt is below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z. */
+                /** @description Only records whose updatedAt is below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
                 "updatedAt.lt"?: string;
-                /** @description Only records whose updatedAt is at or below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z. */
+                /** @description Only records whose updatedAt is at or below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
                 "updatedAt.lte"?: string;
                 /** @description Text of 1 to 200 characters with no control characters: records whose name or city contains it, ignoring case (Unicode case folding: ß matches ss, ς matches σ) and composed (NFC). From 3 characters an index finds them; shorter text is looked for record by record. */
                 q?: string;
@@ -848,6 +820,24 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description Tokens are configured and this request had none, or a wrong one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token may only read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The path does not serve this method; see the Allow header. */
             405: {
                 headers: {
@@ -1003,6 +993,24 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description Tokens are configured and this request had none, or a wrong one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token may only read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The path does not serve this method; see the Allow header. */
             405: {
                 headers: {
@@ -1096,21 +1104,21 @@ export interface operations {
                 "id.lt"?: number;
                 /** @description Only records whose id is at or below this. A whole number (an id). */
                 "id.lte"?: number;
-                /** @description Only records whose createdAt is above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z. */
+                /** @description Only records whose createdAt is above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
                 "createdAt.gt"?: string;
-                /** @description Only records whose createdAt is at or above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z. */
+                /** @description Only records whose createdAt is at or above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
                 "createdAt.gte"?: string;
-                /** @description Only records whose createdAt is below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z. */
+                /** @description Only records whose createdAt is below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
                 "createdAt.lt"?: string;
-                /** @description Only records whose createdAt is at or below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z. */
+                /** @description Only records whose createdAt is at or below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
                 "createdAt.lte"?: string;
-                /** @description Only records whose updatedAt is above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z. */
+                /** @description Only records whose updatedAt is above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
                 "updatedAt.gt"?: string;
-                /** @description Only records whose updatedAt is at or above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z. */
+                /** @description Only records whose updatedAt is at or above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
                 "updatedAt.gte"?: string;
-                /** @description Only records whose updatedAt is below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z. */
+                /** @description Only records whose updatedAt is below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
                 "updatedAt.lt"?: string;
-                /** @description Only records whose updatedAt is at or below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z. */
+                /** @description Only records whose updatedAt is at or below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
                 "updatedAt.lte"?: string;
                 /** @description Text of 1 to 200 characters with no control characters: records whose name or city contains it, ignoring case (Unicode case folding: ß matches ss, ς matches σ) and composed (NFC). From 3 characters an index finds them; shorter text is looked for record by record. */
                 q?: string;
@@ -1152,9 +1160,7 @@ export interface operations {
                     "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["Users"];
-                };
+                content?: never;
             };
             /** @description Not modified: If-None-Match matched the current ETag. */
             304: {
@@ -1170,54 +1176,42 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description Tokens are configured and this request had none, or a wrong one. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description The URL is longer than 8 KiB. */
             414: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds. */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description An internal error; the cause is logged, not shown. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description The database is not reachable, the service is overloaded or shutting down; retry after Retry-After seconds. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
         };
     };
@@ -1230,6 +1224,24 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description Tokens are configured and this request had none, or a wrong one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token may only read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The path does not serve this method; see the Allow header. */
             405: {
                 headers: {
@@ -1496,12 +1508,31 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 1 */
                 id: number;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description Tokens are configured and this request had none, or a wrong one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token may only read. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The path does not serve this method; see the Allow header. */
             405: {
                 headers: {
@@ -1726,9 +1757,7 @@ export interface operations {
                     ETag?: string;
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["Users"];
-                };
+                content?: never;
             };
             /** @description Not modified: If-None-Match matched the current ETag. */
             304: {
@@ -1744,63 +1773,49 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description Tokens are configured and this request had none, or a wrong one. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description No record with that id, or an id that is not a positive integer. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description The URL is longer than 8 KiB. */
             414: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds. */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description An internal error; the cause is logged, not shown. */
             500: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
             /** @description The database is not reachable, the service is overloaded or shutting down; retry after Retry-After seconds. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
+                content?: never;
             };
         };
     };

@@ -12,7 +12,7 @@ export async function refusedAtCompileTime(): Promise<void> {
   await client.POST('/users', { params: { query: { name: 'Ada', age: 'old', city: 'Paris' } } });
   // @ts-expect-error an id is a number
   await client.GET('/users/{id}', { params: { path: { id: 'one' } } });
-  // @ts-expect-error no such parameter
+  // @ts-expect-error a query of only names the API does not have
   await client.GET('/users', { params: { query: { colour: 'red' } } });
 }
 

@@ -115,8 +115,8 @@ describe('OpenAPI document', () => {
     objectAt(objectAt(operation(doc, '/users', 'delete'), 'responses', 'responses'), '405', 'DELETE /users 405');
   });
 
-  it('without tokens configured no operation needs one; the id of a path is an integer', () => {
-    assert.deepEqual(doc.security, [{}]);
+  it('without tokens configured a token is optional everywhere; the id of a path is an integer', () => {
+    assert.deepEqual(doc.security, [{}, { bearerAuth: [] }]);
     const parameters = operation(doc, '/users/{id}', 'get').parameters as Json[];
     const id = parameters.find((parameter) => parameter.in === 'path' && parameter.name === 'id');
     assert.equal(objectAt(id, 'schema', 'the id schema').type, 'integer');

@@ -104,15 +104,26 @@ const NOT_SERVED: Record<string, readonly string[]> = { '/users': ['put', 'patch
 
 function notServed(path: string, method: string): Operation {
   const name = path === '/users' ? 'Users' : 'User';
-  const id = { in: 'path', name: 'id', required: true, schema: { type: 'integer', minimum: 1 } };
+  const id = {
+    in: 'path',
+    name: 'id',
+    required: true,
+    schema: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
+    example: 1,
+  };
   return {
     tags: ['users'],
     ...(path.includes('{id}') ? { parameters: [id] } : {}),
     operationId: `${method}${name}NotAllowed`,
     summary: `${method.toUpperCase()} is not served here`,
     description: 'Answered 405 problem details, with `Allow` listing the methods this path serves.',
-    security: [],
+    // The token is checked before the method, as on every route that is not public.
     responses: {
+      401: {
+        description: 'Tokens are configured and this request had none, or a wrong one.',
+        content: problemContent(),
+      },
+      403: { description: 'The token may only read.', content: problemContent() },
       405: {
         description: ERROR_MEANINGS[405] ?? 'Method not allowed.',
         headers: ALLOW_HEADER,
@@ -159,6 +170,10 @@ export function shapeDocument(document: OpenApiObject, tokens: boolean): OpenApi
     }
     if (shaped.head !== undefined && shaped.get?.operationId !== undefined) {
       shaped.head = { ...shaped.head, operationId: `${shaped.get.operationId}Head` };
+    }
+    // A HEAD answer has the headers of the GET and no body.
+    for (const response of Object.values(shaped.head?.responses ?? {})) {
+      if (isObject(response)) delete response.content;
     }
     for (const method of NOT_SERVED[path] ?? []) shaped[method] ??= notServed(path, method);
     paths[path] = shaped;

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { setImmediate } from 'node:timers/promises';
 import { type ListFilter, type ListOrder, sortValue, type User, type UserStore } from '../store/store.ts';
 import { recordJson } from './present.ts';
 import type { FieldName } from './schemas.ts';
@@ -9,10 +8,34 @@ export const PAGE_SIZE = 1000;
 export const HEAD = Buffer.from('{"data":[');
 export const TAIL = Buffer.from(']}');
 
+const waiting: Array<() => void> = [];
+let releasing = false;
+
+function releaseOne(): void {
+  waiting.shift()?.();
+  if (waiting.length > 0) setImmediate(releaseOne);
+  else releasing = false;
+}
+
+/**
+ * Resolves on a later turn of the event loop, one waiter per turn: however many listings stream at
+ * once, one page is read between two polls for I/O, so other requests (and the overload check) wait
+ * for at most one page, not for one page of every listing.
+ */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => {
+    waiting.push(resolve);
+    if (!releasing) {
+      releasing = true;
+      setImmediate(releaseOne);
+    }
+  });
+}
+
 /**
  * The records a filter selects, in id order, a page at a time (keyset, so the last page costs what
- * the first does). Between pages the event loop gets a turn: SQLite reads are synchronous, and one
- * large listing would otherwise hold every other request (and the overload check) until done.
+ * the first does). Between pages the event loop gets a turn (nextTurn): SQLite reads are
+ * synchronous, and a large listing would otherwise hold every other request until done.
  */
 export async function* pages(
   store: UserStore,
@@ -31,7 +54,7 @@ export async function* pages(
     const last = page.at(-1) as User;
     afterId = last.id;
     after = { values: order?.sort.map((key) => sortValue(last, key.field)) ?? [], id: last.id };
-    await setImmediate();
+    await nextTurn();
   }
 }
 

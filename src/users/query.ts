@@ -87,6 +87,10 @@ export function encodeCursor(sortText: string, sort: readonly SortKey[], last: U
   return Buffer.from(JSON.stringify(position)).toString('base64url');
 }
 
+/** C0 and C1 control characters, by their Unicode category. */
+const CONTROL = /\p{Cc}/u;
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
 /** The latest time a record can carry: the end of year 9999, in ms since the epoch. */
 const LAST_TIME = 253_402_300_799_999;
 
@@ -95,7 +99,8 @@ function fieldValue(field: SortField, value: unknown): boolean {
   switch (field) {
     case 'name':
     case 'city':
-      return typeof value === 'string' && value.length <= 1000;
+      // Text a record can hold: no control characters (PostgreSQL refuses a NUL) and no lone surrogate.
+      return typeof value === 'string' && value.length <= 1000 && !CONTROL.test(value) && !LONE_SURROGATE.test(value);
     case 'id':
       return Number.isSafeInteger(value) && (value as number) >= 1;
     case 'age':

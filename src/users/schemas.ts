@@ -42,13 +42,14 @@ const FIELD_ALTERNATIVES = `(?:${ALL_FIELDS.join('|')})`;
 
 /**
  * The same rule as the document shows it, for tools that read patterns without Unicode classes
- * (Swagger UI's form checks, generated clients): a character that is not white space or
- * zero-width among them, and none of the forbidden ones of the Basic Multilingual Plane. It
- * refuses everything it can say; the service also refuses names of only combining marks and the
- * noncharacters beyond U+FFFF, which such a pattern cannot name.
+ * (Swagger UI's form checks, generated clients): a character that is not white space, an
+ * invisible format or filler character, or private use among them, and none of the forbidden ones
+ * of the Basic Multilingual Plane. The service's check, by Unicode category, also refuses names of
+ * only combining marks or unassigned code points, and the noncharacters and invisible characters
+ * beyond U+FFFF, which such a pattern cannot name.
  */
 const DOCUMENTED_TEXT_PATTERN =
-  '^(?=.*[^\\s\\u200B-\\u200D\\u2060\\uFEFF])[^\\u0000-\\u001F\\u007F-\\u009F\\u061C\\u200E\\u200F\\u202A-\\u202E\\u2066-\\u2069\\uFDD0-\\uFDEF\\uFFFE\\uFFFF]*$';
+  '^(?=.*[^\\s\\u00AD\\u034F\\u115F\\u1160\\u17B4\\u17B5\\u180B-\\u180F\\u200B-\\u200F\\u2028-\\u202F\\u205F-\\u206F\\u3164\\uE000-\\uF8FF\\uFE00-\\uFE0F\\uFEFF\\uFFA0\\uFFF0-\\uFFFB])[^\\u0000-\\u001F\\u007F-\\u009F\\u061C\\u200E\\u200F\\u202A-\\u202E\\u2066-\\u2069\\uFDD0-\\uFDEF\\uFFFE\\uFFFF]*$';
 
 function text(field: 'name' | 'city', example: string) {
   return Type.String({
@@ -90,10 +91,10 @@ const Limit = Type.String({
   ...integer(1, 1000),
 });
 const After = Type.String({
-  pattern: '^[0-9]{1,15}$',
+  pattern: '^0*[0-9]{1,15}$',
   description: `${cap(RULES.after)}: only records created after it are returned.`,
   examples: ['0'],
-  ...integer(0, Number.MAX_SAFE_INTEGER),
+  ...integer(0, 999_999_999_999_999),
 });
 
 /** A record as the API shows it: `name`, `age`, `city` by default, more with `fields`. */
@@ -139,10 +140,10 @@ const Cursor = Type.String({
   description: `${cap(RULES.cursor)}: where a sorted page starts (opaque; only with the same \`sort\`).`,
 });
 const IdBound = Type.String({
-  pattern: '^[0-9]{1,15}$',
+  pattern: '^0*[0-9]{1,15}$',
   description: `${cap(RULES.id)}.`,
   examples: ['100'],
-  ...integer(0, Number.MAX_SAFE_INTEGER),
+  ...integer(0, 999_999_999_999_999),
 });
 const AgeBound = Type.String({
   pattern: AGE_PATTERN,
@@ -152,8 +153,14 @@ const AgeBound = Type.String({
 });
 const TimeBound = Type.String({
   pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\\.[0-9]{1,9})?(?:[Zz]|[+-][0-9]{2}:[0-9]{2})$',
-  description: `${cap(RULES.time)}.`,
+  description: `${cap(RULES.time)} (a leap second, :60, is refused).`,
   examples: ['2026-01-31T12:00:00Z'],
+  'x-document-as': {
+    type: 'string',
+    format: 'date-time',
+    pattern:
+      '^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])[Tt](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,9})?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])$',
+  },
 });
 const BOUNDS = { gt: 'above', gte: 'at or above', lt: 'below', lte: 'at or below' } as const;
 
