@@ -36,10 +36,18 @@ export function helpText(command: string): string {
     'Every setting is an environment variable and a flag (the flag wins):',
     '',
   ];
+  lines.push(...settingsHelp());
+  lines.push('', '  --help       this text', '  --version    the version of the service');
+  return `${lines.join('\n')}\n`;
+}
+
+/** The `--help` lines of these settings (all by default): flag, variable, default, and what it does. */
+export function settingsHelp(only?: readonly string[]): string[] {
+  const lines: string[] = [];
   for (const definition of DEFINITIONS) {
+    if (only !== undefined && !only.includes(definition.env)) continue;
     lines.push(`  --${flagOf(definition)} (${definition.env}), default: ${plain(defaultOf(definition))}`);
     lines.push(`      ${plain(meaning(definition))}.`);
   }
-  lines.push('', '  --help       this text', '  --version    the version of the service');
-  return `${lines.join('\n')}\n`;
+  return lines;
 }

@@ -1,0 +1,144 @@
+import { parseArgs } from 'node:util';
+import { type Config, ConfigError, loadConfig } from './config/load.ts';
+import { VERSION } from './config/version.ts';
+import { backupCommand, restoreCommand } from './cli/backup.ts';
+import { type Command, COMMANDS, commandHelp, DEFAULT_MAX_ERRORS, mainHelp, settingOptions } from './cli/commands.ts';
+import { exportCommand } from './cli/export.ts';
+import { importCommand } from './cli/import.ts';
+import { checkCommand, migrateCommand } from './cli/maintenance.ts';
+import { CommandFailed, UsageError } from './cli/output.ts';
+import { RestoreRefused } from './store/bulk.ts';
+import { StoreOpenError, StoreUnavailableError } from './store/store.ts';
+
+/** `user-records [COMMAND] ...`: the service (serve, the default) and the operator's commands. */
+async function main(argv: string[]): Promise<number | 'serving'> {
+  const [first] = argv;
+  if (first === '--help' || first === '-h' || first === 'help') return print(mainHelp());
+  if (first === '--version') return print(`${VERSION}\n`);
+  const named = first !== undefined && !first.startsWith('-');
+  const command = named ? COMMANDS.find((candidate) => candidate.name === first) : COMMANDS[0];
+  if (command === undefined) {
+    throw new UsageError(
+      `unknown command ${JSON.stringify(first)}; the commands are ${COMMANDS.map((c) => c.name).join(', ')}`,
+    );
+  }
+  const rest = named ? argv.slice(1) : argv;
+  if (rest.includes('--help')) return print(commandHelp(command));
+  if (command.name === 'serve') {
+    // Loaded only here: the other commands need none of the HTTP side.
+    const { runServer } = await import('./serve.ts');
+    runServer(rest, 'user-records serve');
+    return 'serving';
+  }
+  const { values, positionals, settingsArgv } = parse(command, rest);
+  const config = loadConfig(process.env, settingsArgv);
+  return run(command, config, values, positionals);
+}
+
+function print(text: string): number {
+  process.stdout.write(text);
+  return 0;
+}
+
+type Values = Record<string, string | boolean | undefined>;
+
+/** The command's own flags and the settings' flags, apart; a flag or argument it does not take is a usage error. */
+function parse(command: Command, argv: string[]): { values: Values; positionals: string[]; settingsArgv: string[] } {
+  const own = Object.fromEntries(command.options.map((option) => [option.flag, { type: option.type }]));
+  const settings = settingOptions();
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: { ...settings, ...own }, strict: true, allowPositionals: true });
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message.split('\n')[0]} (see user-records ${command.name} --help)`);
+  }
+  const settingsArgv: string[] = [];
+  const values: Values = {};
+  for (const [flag, value] of Object.entries(parsed.values)) {
+    if (flag in own) values[flag] = value as string | boolean;
+    else settingsArgv.push(`--${flag}`, value as string);
+  }
+  const wanted = command.args === '' ? 0 : command.args.split(' ').length;
+  const optional = command.args.startsWith('[');
+  if (parsed.positionals.length > wanted || (!optional && parsed.positionals.length < wanted)) {
+    throw new UsageError(
+      `user-records ${command.name} takes ${command.args === '' ? 'no arguments' : command.args}, got ${parsed.positionals.length === 0 ? 'none' : parsed.positionals.join(' ')}`,
+    );
+  }
+  return { values, positionals: parsed.positionals, settingsArgv };
+}
+
+function count(text: string | boolean | undefined, flag: string, fallback: number): number {
+  if (text === undefined) return fallback;
+  if (typeof text !== 'string' || !/^[0-9]{1,9}$/.test(text))
+    throw new UsageError(`--${flag} must be a whole number, got ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
+function run(command: Command, config: Config, values: Values, positionals: string[]): Promise<number> {
+  const quiet = values.quiet === true;
+  const text = (name: string) => values[name] as string | undefined;
+  switch (command.name) {
+    case 'import':
+      return importCommand(config, {
+        file: positionals[0] as string,
+        format: text('format'),
+        skipInvalid: values['skip-invalid'] === true,
+        rejects: text('rejects'),
+        maxErrors: count(values['max-errors'], 'max-errors', DEFAULT_MAX_ERRORS),
+        quiet,
+      });
+    case 'export': {
+      const query: Record<string, string> = {};
+      for (const option of command.options) {
+        const value = values[option.flag];
+        if (option.flag !== 'format' && typeof value === 'string') query[option.flag] = value;
+      }
+      return exportCommand(config, { file: positionals[0], format: text('format'), query, quiet });
+    }
+    case 'backup':
+      return backupCommand(config, { file: positionals[0] as string, quiet });
+    case 'restore':
+      return restoreCommand(config, { file: positionals[0] as string, replace: values.replace === true, quiet });
+    case 'migrate':
+      return migrateCommand(config);
+    case 'check':
+      return checkCommand(config);
+    default:
+      throw new UsageError(`unknown command ${command.name}`);
+  }
+}
+
+/** The one line an operator reads, and the exit code: 2 bad usage, 1 failed. */
+function failure(error: unknown): { line: string; code: number } {
+  if (error instanceof UsageError) return { line: `${error.message}`, code: 2 };
+  if (error instanceof ConfigError) return { line: error.message, code: 2 };
+  if (
+    error instanceof CommandFailed ||
+    error instanceof StoreOpenError ||
+    error instanceof StoreUnavailableError ||
+    error instanceof RestoreRefused
+  ) {
+    return { line: error.message, code: 1 };
+  }
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') return { line: `${(error as Error).message} (${code})`, code: 1 };
+  return { line: (error as Error).stack ?? String(error), code: 1 };
+}
+
+// A reader that stops early (`export | head`) closes the pipe: that ends the command quietly.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  throw error;
+});
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code !== 'serving') process.exitCode = code;
+  },
+  (error: unknown) => {
+    const { line, code } = failure(error);
+    process.stderr.write(`user-records: ${line}\n`);
+    process.exitCode = code;
+  },
+);

@@ -1,0 +1,109 @@
+import { stringify } from 'csv-stringify/sync';
+import { Compile } from 'typebox/compile';
+import type { Config } from '../config/load.ts';
+import { HttpError } from '../http/problem.ts';
+import { fieldErrors } from '../http/validation.ts';
+import { openBulkStore, type Snapshot } from '../store/bulk.ts';
+import { type ListFilter, type ListOrder, sortValue, type User } from '../store/store.ts';
+import { HEAD, PAGE_SIZE, TAIL } from '../users/listing.ts';
+import { recordJson, selectedFields } from '../users/present.ts';
+import { parseListing } from '../users/query.ts';
+import { type FieldName, ListQuery, RULES } from '../users/schemas.ts';
+import { chooseFormat } from './import.ts';
+import { openOutput, put, UsageError } from './output.ts';
+import { Progress } from './progress.ts';
+
+const checkQuery = Compile(ListQuery);
+
+/** The filters of GET /users as given (`--city Paris` is `city=Paris`), checked by the API's own rules. */
+function listingOf(query: Record<string, string>) {
+  if (!checkQuery.Check(query)) {
+    const faults = fieldErrors(checkQuery.Errors(query), query, RULES, Object.keys(ListQuery.properties));
+    throw new UsageError(faults.map((fault) => `--${fault.parameter} ${fault.detail}`).join('; '));
+  }
+  try {
+    return parseListing(query as ListQuery);
+  } catch (error) {
+    const faults = error instanceof HttpError ? (error.errors ?? []) : [];
+    if (faults.length === 0) throw error;
+    throw new UsageError(faults.map((fault) => `--${fault.parameter} ${fault.detail}`).join('; '));
+  }
+}
+
+/** Every record the filter picks, a page at a time, inside the snapshot (keyset, as the service's listing). */
+async function* pages(snapshot: Snapshot, filter: ListFilter, order: ListOrder | undefined): AsyncGenerator<User[]> {
+  let afterId = 0;
+  let after = order?.after;
+  for (;;) {
+    const page =
+      order === undefined
+        ? await snapshot.list({ ...filter, afterId, limit: PAGE_SIZE })
+        : await snapshot.list({ ...filter, limit: PAGE_SIZE }, { sort: order.sort, after });
+    if (page.length > 0) yield page;
+    if (page.length < PAGE_SIZE) return;
+    const last = page.at(-1) as User;
+    afterId = last.id;
+    after = { values: order?.sort.map((key) => sortValue(last, key.field)) ?? [], id: last.id };
+  }
+}
+
+/** A record's values for a CSV row, as the API shows them. */
+function csvValues(user: User, fields: readonly FieldName[]): string[] {
+  return fields.map((field) => {
+    const value = user[field];
+    return value instanceof Date ? value.toISOString() : String(value);
+  });
+}
+
+/** `user-records export [FILE]`. */
+export async function exportCommand(
+  config: Config,
+  options: { file: string | undefined; format: string | undefined; query: Record<string, string>; quiet: boolean },
+): Promise<number> {
+  const format = chooseFormat(options.format, options.file, 'json');
+  const { filter, order } = listingOf(options.query);
+  const fields = selectedFields(options.query.fields);
+  const bulk = await openBulkStore(config);
+  const output = openOutput(options.file);
+  const out = output.stream;
+  let rows = 0;
+  let progress: Progress | undefined;
+  try {
+    const snapshot = await bulk.snapshot();
+    progress = new Progress('export', { total: await snapshot.count(), quiet: options.quiet });
+    if (format === 'json') await put(out, HEAD);
+    if (format === 'csv') await put(out, stringify([fields], { record_delimiter: 'windows' }));
+    for await (const page of pages(snapshot, filter, order)) {
+      let text: string;
+      if (format === 'csv') {
+        text = stringify(
+          page.map((user) => csvValues(user, fields)),
+          { record_delimiter: 'windows' },
+        );
+      } else if (format === 'ndjson') {
+        text = '';
+        for (const user of page) text += `${recordJson(user, fields)}\n`;
+      } else {
+        text = rows === 0 ? '' : ',';
+        for (let i = 0; i < page.length; i++) text += (i === 0 ? '' : ',') + recordJson(page[i] as User, fields);
+      }
+      rows += page.length;
+      await put(out, text);
+      progress.update(rows);
+    }
+    if (format === 'json') await put(out, TAIL);
+    await snapshot.end();
+    await output.finish();
+    progress.stop();
+    if (options.file !== undefined && options.file !== '-') {
+      process.stderr.write(`exported ${rows} records to ${options.file} (change version ${snapshot.version})\n`);
+    }
+    return 0;
+  } catch (error) {
+    progress?.stop();
+    output.discard();
+    throw error;
+  } finally {
+    await bulk.close();
+  }
+}

@@ -1,0 +1,167 @@
+import { createReadStream, statSync } from 'node:fs';
+import type { Readable } from 'node:stream';
+import type { Config } from '../config/load.ts';
+import { openBulkStore } from '../store/bulk.ts';
+import type { UserInput } from '../store/store.ts';
+import { checkRecord } from '../users/record-check.ts';
+import { CommandFailed, openOutput, say, UsageError } from './output.ts';
+import { Progress } from './progress.ts';
+import {
+  csvRows,
+  FileFault,
+  type Format,
+  formatOfName,
+  FORMATS,
+  jsonRows,
+  ndjsonRows,
+  RejectsWriter,
+  type Row,
+  utf8Text,
+} from './readers.ts';
+
+/** Records sent to the database at a time. */
+const BATCH = 5000;
+
+export interface ImportOptions {
+  file: string;
+  format: string | undefined;
+  skipInvalid: boolean;
+  rejects: string | undefined;
+  maxErrors: number;
+  quiet: boolean;
+}
+
+/** The format asked for, or the one the file's name says. */
+export function chooseFormat(given: string | undefined, file: string | undefined, fallback?: Format): Format {
+  if (given !== undefined) {
+    if (!(FORMATS as readonly string[]).includes(given)) {
+      throw new UsageError(`--format must be one of ${FORMATS.join(', ')}, got ${JSON.stringify(given)}`);
+    }
+    return given as Format;
+  }
+  const named = file === undefined || file === '-' ? undefined : formatOfName(file);
+  if (named !== undefined) return named;
+  if (fallback !== undefined) return fallback;
+  throw new UsageError(
+    `cannot tell the format of ${file === '-' || file === undefined ? 'standard input' : file}; name it with --format ${FORMATS.join('|')}`,
+  );
+}
+
+/** Counts the bytes that pass, for the progress bar. */
+async function* counted(input: Readable, seen: { bytes: number }): AsyncGenerator<Buffer> {
+  for await (const chunk of input as AsyncIterable<Buffer>) {
+    seen.bytes += chunk.length;
+    yield chunk;
+  }
+}
+
+/** `user-records import FILE|-`: exit code 0 stored, 1 nothing stored (or failed). */
+export async function importCommand(config: Config, options: ImportOptions): Promise<number> {
+  const format = chooseFormat(options.format, options.file);
+  const stdin = options.file === '-';
+  let size: number | undefined;
+  if (!stdin) {
+    try {
+      const stat = statSync(options.file);
+      if (!stat.isFile()) throw new CommandFailed(`${options.file} is not a file`);
+      size = stat.size;
+    } catch (error) {
+      if (error instanceof CommandFailed) throw error;
+      throw new CommandFailed(`cannot read ${options.file}: ${(error as Error).message}`);
+    }
+  }
+  const input = stdin ? process.stdin : createReadStream(options.file, { highWaterMark: 256 * 1024 });
+  const seen = { bytes: 0 };
+  const text = utf8Text(counted(input, seen));
+  const rejectsPath = options.rejects ?? (stdin ? `rejects.${format}` : `${options.file}.rejects.${format}`);
+  const rejectsOutput = options.skipInvalid ? openOutput(rejectsPath) : undefined;
+  const rejects = rejectsOutput === undefined ? undefined : new RejectsWriter(rejectsOutput.stream, format);
+  const rows: AsyncGenerator<Row> =
+    format === 'csv'
+      ? csvRows(text, (header) => rejects?.header(header))
+      : format === 'json'
+        ? jsonRows(text)
+        : ndjsonRows(text);
+  const name = stdin ? 'standard input' : options.file;
+
+  const bulk = await openBulkStore(config);
+  const progress = new Progress('import', { total: size, quiet: options.quiet });
+  let importer;
+  try {
+    importer = await bulk.importer();
+  } catch (error) {
+    await bulk.close();
+    progress.stop();
+    rejectsOutput?.discard();
+    throw error;
+  }
+  let batch: UserInput[] = [];
+  // One batch may be on its way to the database while the next is read (PostgreSQL works meanwhile).
+  let sending: Promise<void> = Promise.resolve();
+  const send = async (rows: UserInput[]) => {
+    await sending;
+    sending = importer.add(rows);
+    sending.catch(() => undefined);
+  };
+  let good = 0;
+  let bad = 0;
+  let listed = 0;
+  let committed = false;
+  try {
+    for await (const row of rows) {
+      const checked = row.fields === undefined ? undefined : checkRecord(row.fields);
+      if (checked?.ok === true) {
+        good++;
+        if (bad === 0 || options.skipInvalid) {
+          batch.push(checked.input);
+          if (batch.length >= BATCH) {
+            await send(batch);
+            batch = [];
+          }
+        }
+      } else {
+        bad++;
+        rejects?.write(row);
+        if (listed < options.maxErrors) {
+          listed++;
+          const faults =
+            checked?.ok === false ? checked.errors : [{ parameter: 'row', detail: row.fault ?? 'is not a record' }];
+          for (const fault of faults) say(`${name} line ${row.line}: ${fault.parameter} ${fault.detail}`);
+        }
+      }
+      if ((good + bad) % BATCH === 0) progress.update(good + bad, seen.bytes);
+    }
+    progress.update(good + bad, seen.bytes);
+    progress.stop();
+    if (bad > listed)
+      say(`... and ${bad - listed} more bad rows (only the first ${listed} are listed; see --max-errors)`);
+    await sending;
+    if (bad > 0 && !options.skipInvalid) {
+      await importer.abort();
+      rejectsOutput?.discard();
+      say(`${name}: ${bad} of ${good + bad} rows are bad; nothing was stored (fix them, or pass --skip-invalid)`);
+      return 1;
+    }
+    await importer.add(batch);
+    const { firstId, lastId } = await importer.commit();
+    committed = true;
+    if (bad > 0) {
+      rejects?.close();
+      await rejectsOutput?.finish();
+    } else rejectsOutput?.discard();
+    const ids = firstId === undefined ? '' : ` (ids ${firstId} to ${lastId})`;
+    const skipped = bad > 0 ? `; ${bad} bad rows skipped, written to ${rejectsPath}` : '';
+    process.stdout.write(`imported ${good} records${ids}${skipped}\n`);
+    return 0;
+  } catch (error) {
+    progress.stop();
+    await sending.catch(() => undefined);
+    if (!committed) await importer.abort().catch(() => undefined);
+    rejectsOutput?.discard();
+    if (error instanceof FileFault)
+      throw new CommandFailed(`${name} line ${error.line}: ${error.message}; nothing was stored`);
+    throw error;
+  } finally {
+    await bulk.close();
+  }
+}

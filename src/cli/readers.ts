@@ -1,0 +1,292 @@
+import type { Writable } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
+import { parse } from 'csv-parse';
+import { stringify } from 'csv-stringify/sync';
+
+/** The formats a file of records may be in. */
+export const FORMATS = ['csv', 'json', 'ndjson'] as const;
+export type Format = (typeof FORMATS)[number];
+
+/** The format a file's name says, or undefined. */
+export function formatOfName(file: string): Format | undefined {
+  const extension = /\.([a-z]+)$/i.exec(file)?.[1]?.toLowerCase();
+  if (extension === 'csv') return 'csv';
+  if (extension === 'json') return 'json';
+  if (extension === 'ndjson' || extension === 'jsonl') return 'ndjson';
+  return undefined;
+}
+
+/** One row of the file: its line, its fields when it is an object at all, and its text for a rejects file. */
+export interface Row {
+  line: number;
+  fields: Record<string, unknown> | undefined;
+  /** Why the row is not a record at all (not a JSON object, a wrong number of CSV fields). */
+  fault?: string;
+  raw: string | string[];
+}
+
+/** The file cannot be read as a whole (a malformed quote, invalid UTF-8, a broken JSON array). */
+export class FileFault extends Error {
+  readonly line: number;
+
+  constructor(line: number, message: string) {
+    super(message);
+    this.line = line;
+  }
+}
+
+/** The bytes as text, refusing invalid UTF-8 with the line it is on. */
+export async function* utf8Text(input: AsyncIterable<Buffer>): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+  let lines = 1;
+  for await (const chunk of input) {
+    let text: string;
+    try {
+      text = decoder.decode(chunk, { stream: true });
+    } catch {
+      const lossy = chunk.toString('utf8');
+      const before = lossy.slice(0, Math.max(0, lossy.indexOf('\uFFFD')));
+      throw new FileFault(lines + countLines(before), 'is not valid UTF-8');
+    }
+    lines += countLines(text);
+    yield text;
+  }
+  try {
+    const rest = decoder.decode();
+    if (rest !== '') yield rest;
+  } catch {
+    throw new FileFault(lines, 'is not valid UTF-8 (it ends inside a character)');
+  }
+}
+
+function countLines(text: string): number {
+  let n = 0;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) n++;
+  return n;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** NDJSON: one JSON object a line; blank lines skipped. */
+export async function* ndjsonRows(text: AsyncIterable<string>): AsyncGenerator<Row> {
+  let carry = '';
+  let line = 0;
+  const row = (raw: string): Row | undefined => {
+    line++;
+    const trimmed = raw.replace(/\r$/, '').replace(/^\uFEFF/, '');
+    if (trimmed.trim() === '') return undefined;
+    try {
+      const value: unknown = JSON.parse(trimmed);
+      return isObject(value)
+        ? { line, fields: value, raw: trimmed }
+        : { line, fields: undefined, fault: 'is not a JSON object', raw: trimmed };
+    } catch (error) {
+      return { line, fields: undefined, fault: `is not valid JSON (${(error as Error).message})`, raw: trimmed };
+    }
+  };
+  for await (const chunk of text) {
+    const parts = (carry + chunk).split('\n');
+    carry = parts.pop() ?? '';
+    for (const part of parts) {
+      const next = row(part);
+      if (next !== undefined) yield next;
+    }
+  }
+  const last = row(carry);
+  if (last !== undefined) yield last;
+}
+
+/**
+ * JSON: `{"data":[...]}` as `GET /users` answers, or a bare array, read element by element (never
+ * the whole file at once). Each element is parsed alone; the structure around them must be sound.
+ */
+export async function* jsonRows(text: AsyncIterable<string>): AsyncGenerator<Row> {
+  let state: 'before' | 'envelope' | 'between' | 'element' | 'after' | 'done' = 'before';
+  let line = 1;
+  let envelope = '';
+  let wrapped = false;
+  let expectComma = false;
+  let element = '';
+  let elementLine = 0;
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  const finish = (): Row => {
+    state = 'between';
+    expectComma = true;
+    const raw = element.trim();
+    element = '';
+    try {
+      const value: unknown = JSON.parse(raw);
+      return isObject(value)
+        ? { line: elementLine, fields: value, raw }
+        : { line: elementLine, fields: undefined, fault: 'is not a JSON object', raw };
+    } catch (error) {
+      return { line: elementLine, fields: undefined, fault: `is not valid JSON (${(error as Error).message})`, raw };
+    }
+  };
+  for await (let chunk of text) {
+    if (state === 'before' && line === 1 && chunk.startsWith('\uFEFF')) chunk = chunk.slice(1);
+    let start = state === 'element' ? 0 : -1;
+    for (let i = 0; i < chunk.length; i++) {
+      const c = chunk[i] as string;
+      if (c === '\n') line++;
+      if (state === 'element') {
+        if (inString) {
+          if (escaped) escaped = false;
+          else if (c === '\\') escaped = true;
+          else if (c === '"') inString = false;
+          continue;
+        }
+        if (c === '"') inString = true;
+        else if (c === '{' || c === '[') depth++;
+        else if ((c === '}' || c === ']') && depth > 0) depth--;
+        else if (depth === 0 && (c === ',' || c === ']')) {
+          element += chunk.slice(start, i);
+          yield finish();
+          if (c === ',') expectComma = false;
+          else state = 'after';
+        }
+        continue;
+      }
+      if (c === ' ' || c === '\t' || c === '\n' || c === '\r') {
+        if (state === 'envelope') envelope += c;
+        continue;
+      }
+      switch (state) {
+        case 'before':
+          if (c === '[') state = 'between';
+          else if (c === '{') {
+            state = 'envelope';
+            wrapped = true;
+          } else throw new FileFault(line, 'is not JSON holding an array of records ({"data":[...]} or [...])');
+          break;
+        case 'envelope':
+          if (c !== '[') envelope += c;
+          else if (/^\s*"data"\s*:\s*$/.test(envelope)) state = 'between';
+          else throw new FileFault(line, 'is a JSON object without a "data" array first');
+          break;
+        case 'between':
+          if (c === ']') state = 'after';
+          else if (c === ',' && expectComma) expectComma = false;
+          else if (expectComma) throw new FileFault(line, `has ${JSON.stringify(c)} where a comma or ] belongs`);
+          else if (c === ',') throw new FileFault(line, 'has a comma where a record belongs');
+          else {
+            state = 'element';
+            elementLine = line;
+            start = i;
+            depth = 0;
+            inString = false;
+            escaped = false;
+            i--;
+            if (c === '\n') line--;
+            // The element's first character is read again in the element state.
+          }
+          break;
+        case 'after':
+          if (wrapped && c === '}') state = 'done';
+          else throw new FileFault(line, `has ${JSON.stringify(c)} after the array of records`);
+          break;
+        case 'done':
+          throw new FileFault(line, `has ${JSON.stringify(c)} after the end of the JSON`);
+      }
+    }
+    if (state === 'element') element += chunk.slice(start);
+  }
+  const end: string = state;
+  if (end === 'element' || end === 'between' || end === 'before' || end === 'envelope')
+    throw new FileFault(line, 'ends before its array of records does');
+  if (end === 'after' && wrapped) throw new FileFault(line, 'ends before the closing } of {"data":[...]}');
+}
+
+const COLUMNS = ['name', 'age', 'city'];
+
+/** CSV with a header row (RFC 4180 quoting, optional BOM, CRLF or LF); empty lines skipped. */
+export async function* csvRows(text: AsyncIterable<string>, onHeader: (header: string[]) => void): AsyncGenerator<Row> {
+  const parser = parse({ bom: true, skip_empty_lines: true, relax_column_count: true, info: true, raw: true });
+  // A fault of the text (invalid UTF-8) ends the parser with it, so the loop below throws it.
+  pipeline(Readable.from(text), parser, () => undefined);
+  let header: string[] | undefined;
+  try {
+    for await (const { record, info: end, raw } of parser as AsyncIterable<{
+      record: string[];
+      info: { lines: number };
+      raw: string;
+    }>) {
+      // The line a record starts on (a quoted field may hold line breaks).
+      const info = { lines: end.lines - countLines(raw.replace(/\r?\n$/, '')) };
+      // A line of only spaces is an empty line too.
+      if (record.length === 1 && (record[0] ?? '').trim() === '') continue;
+      if (header === undefined) {
+        header = record.map((name) => name.trim());
+        const unknown = header.filter((name) => !COLUMNS.includes(name));
+        const missing = COLUMNS.filter((name) => !header?.includes(name));
+        const twice = header.filter((name, i) => header?.indexOf(name) !== i);
+        const faults = [
+          unknown.length > 0 ? `unknown columns: ${unknown.join(', ')}` : '',
+          missing.length > 0 ? `missing columns: ${missing.join(', ')}` : '',
+          twice.length > 0 ? `columns named twice: ${twice.join(', ')}` : '',
+        ].filter((fault) => fault !== '');
+        if (faults.length > 0)
+          throw new FileFault(info.lines, `header: ${faults.join('; ')} (it needs name, age and city, in any order)`);
+        onHeader(header);
+        continue;
+      }
+      if (record.length !== header.length) {
+        yield {
+          line: info.lines,
+          fields: undefined,
+          fault: `has ${record.length} fields, the header ${header.length}`,
+          raw: record,
+        };
+        continue;
+      }
+      const fields: Record<string, unknown> = {};
+      header.forEach((name, i) => (fields[name] = record[i]));
+      yield { line: info.lines, fields, raw: record };
+    }
+  } catch (error) {
+    if (error instanceof FileFault) throw error;
+    const where = (error as { lines?: number }).lines ?? 0;
+    throw new FileFault(where, `is not valid CSV: ${(error as Error).message.replace(/^Invalid Record Length: /, '')}`);
+  }
+  if (header === undefined) throw new FileFault(1, 'has no header row (name,age,city)');
+}
+
+/** Where rejected rows go with --skip-invalid: a file of the input's format, of those rows as they were. */
+export class RejectsWriter {
+  readonly #out: Writable;
+  readonly #format: Format;
+  #count = 0;
+  #header: string[] | undefined;
+
+  constructor(out: Writable, format: Format) {
+    this.#out = out;
+    this.#format = format;
+  }
+
+  get count(): number {
+    return this.#count;
+  }
+
+  /** The CSV header, written before the first rejected row. */
+  header(columns: string[]): void {
+    this.#header = columns;
+  }
+
+  write(row: Row): void {
+    const first = this.#count++ === 0;
+    if (this.#format === 'csv') {
+      if (first && this.#header !== undefined)
+        this.#out.write(stringify([this.#header], { record_delimiter: 'windows' }));
+      this.#out.write(stringify([row.raw as string[]], { record_delimiter: 'windows' }));
+    } else if (this.#format === 'ndjson') this.#out.write(`${row.raw as string}\n`);
+    else this.#out.write(`${first ? '{"data":[\n' : ',\n'}${row.raw as string}`);
+  }
+
+  /** Closes the JSON array (the caller ends the stream). */
+  close(): void {
+    if (this.#format === 'json') this.#out.write(this.#count === 0 ? '{"data":[]}\n' : '\n]}\n');
+  }
+}

@@ -1,0 +1,123 @@
+import cluster from 'node:cluster';
+import { createServer } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.ts';
+import { runPrimary } from './cluster.ts';
+import { helpText } from './config/help.ts';
+import { type Config, ConfigError, loadConfig } from './config/load.ts';
+import { VERSION } from './config/version.ts';
+import { exposureWarning } from './ops/exposure.ts';
+import { openStore } from './store/open-store.ts';
+import { StoreOpenError, StoreUnavailableError } from './store/store.ts';
+
+/**
+ * Connections the kernel may hold for the server to accept. Node's default, 511, overflows under a
+ * flood of new connections (thousands of slow or idle clients being replaced as the timeouts close
+ * them): the kernel then drops handshakes, and those clients wait seconds for retransmits before the
+ * server even sees them. The kernel caps this at net.core.somaxconn (4096 on current Linux).
+ */
+const LISTEN_BACKLOG = 4096;
+
+/** Opens storage and listens; on SIGTERM/SIGINT finishes in-flight requests and closes. */
+async function serve(config: Readonly<Config>): Promise<void> {
+  // With workers, the primary has checked the file already.
+  const store = await openStore(config, { check: cluster.isPrimary });
+  let app: FastifyInstance;
+  try {
+    app = await buildApp(config, { store });
+    await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG });
+    // Once per service, not once per worker.
+    const warning = exposureWarning(config);
+    if (warning !== undefined && (cluster.isPrimary || cluster.worker?.id === 1)) app.log.warn(warning);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      app.log.error('shutdown timed out; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs);
+    timer.unref();
+    // Keep-alive connections that finish their last request after close() began stay open until
+    // their timeout; sweep them as they go idle so the process can stop promptly.
+    const sweep = setInterval(() => app.server.closeIdleConnections(), 50);
+    try {
+      await app.close();
+      clearInterval(sweep);
+      await store.close();
+      app.log.info('stopped');
+      process.exit(0);
+    } catch (error) {
+      app.log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+/**
+ * The service, as `npm start` and `user-records serve` run it: settings from the environment and
+ * `argv`, then storage, listen and signals. Exits the process on a fault, with its reason in one line.
+ */
+export function runServer(argv: string[], usage: string, env: NodeJS.ProcessEnv = process.env): void {
+  main(argv, usage, env).catch(exitWith);
+}
+
+async function main(argv: string[], usage: string, env: NodeJS.ProcessEnv): Promise<void> {
+  if (argv.includes('--help')) return void process.stdout.write(helpText(usage));
+  if (argv.includes('--version')) return void process.stdout.write(`${VERSION}\n`);
+  const config = loadConfig(env, argv);
+  // Before the database is opened (and perhaps created and migrated): a port in use stops the start
+  // with nothing left behind.
+  await checkPort(config);
+  if (config.workers > 1 && cluster.isPrimary) {
+    // Migrations and start-up faults once, before any worker: workers then open a ready database.
+    await (await openStore(config, { check: true })).close();
+    runPrimary(config);
+    return;
+  }
+  await serve(config);
+}
+
+/** Fails with the reason when the port cannot be listened on (in use, not allowed); 0 picks a free one, always possible. */
+async function checkPort(config: Pick<Config, 'port' | 'host'>): Promise<void> {
+  if (config.port === 0 || !cluster.isPrimary) return;
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', (error: NodeJS.ErrnoException) => {
+      const why =
+        error.code === 'EADDRINUSE' ? 'is in use by another process' : `cannot be listened on: ${error.message}`;
+      reject(new PortError(`port ${config.port} on ${config.host} (PORT, HOST) ${why}`));
+    });
+    probe.listen({ port: config.port, host: config.host, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
+class PortError extends Error {
+  override name = 'PortError';
+}
+
+function exitWith(error: unknown): never {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`user-records: ${error.message}\n`);
+    process.exit(2);
+  }
+  // Faults of the environment (port in use, unknown host, unreadable database) carry a code and need
+  // no stack trace; anything else is a bug and keeps it.
+  const code = (error as { code?: unknown }).code;
+  const text =
+    error instanceof StoreUnavailableError || error instanceof StoreOpenError || error instanceof PortError
+      ? error.message
+      : typeof code === 'string'
+        ? `${(error as Error).message} (${code})`
+        : ((error as Error).stack ?? String(error));
+  process.stderr.write(`user-records: cannot start: ${text}\n`);
+  process.exit(1);
+}

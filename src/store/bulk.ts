@@ -1,0 +1,86 @@
+import type { Config } from '../config/load.ts';
+import { openPostgresBulk } from './postgres/bulk.ts';
+import { openSqliteBulk } from './sqlite/bulk.ts';
+import type { ListFilter, ListOrder, User, UserInput } from './store.ts';
+
+/**
+ * What the operator's commands need from storage, beside the service's store: whole-table work in
+ * one transaction (imports, restores), consistent snapshots (exports, backups), the schema and an
+ * integrity check. One connection of its own, opened with the schema brought up to date.
+ */
+
+/** A record with everything a backup keeps; times in ms since the epoch. */
+export interface StoredRecord {
+  id: number;
+  name: string;
+  age: number;
+  city: string;
+  createdAt: number;
+  updatedAt: number;
+  version: number;
+}
+
+/** A remembered Idempotency-Key; `createdAt` in ms since the epoch. */
+export interface StoredKey {
+  key: string;
+  fingerprint: string;
+  userId: number;
+  createdAt: number;
+}
+
+/** New records in one transaction: nothing of them is visible, or kept, until `commit`. */
+export interface Importer {
+  /** Stores these records next, ids given in this order. */
+  add(rows: readonly UserInput[]): Promise<void>;
+  /** Commits (durably) and raises the change version by one per record; answers the first and last id. */
+  commit(): Promise<{ firstId: number | undefined; lastId: number | undefined }>;
+  abort(): Promise<void>;
+}
+
+/** A read-only view of the database at one moment, while others go on writing. */
+export interface Snapshot {
+  /** The change version the snapshot shows. */
+  readonly version: number;
+  /** The highest id ever given (deleted ones too): new ids continue after it. */
+  readonly lastId: number;
+  /** As UserStore.list, inside the snapshot. */
+  list(filter: ListFilter, order?: ListOrder): Promise<User[]>;
+  count(): Promise<number>;
+  records(): AsyncGenerator<StoredRecord[]>;
+  keys(): AsyncGenerator<StoredKey[]>;
+  end(): Promise<void>;
+}
+
+/** A whole database put back in one transaction: ids, versions, times, keys and the change version. */
+export interface Restorer {
+  addRecords(rows: readonly StoredRecord[]): Promise<void>;
+  addKeys(rows: readonly StoredKey[]): Promise<void>;
+  commit(state: { version: number; lastId: number }): Promise<void>;
+  abort(): Promise<void>;
+}
+
+export interface BulkStore {
+  readonly kind: 'sqlite' | 'postgresql';
+  importer(): Promise<Importer>;
+  snapshot(): Promise<Snapshot>;
+  /** Refuses (RestoreRefused) a database that holds records, unless `replace`. */
+  restorer(options: { replace: boolean }): Promise<Restorer>;
+  /** The schema version applied (the newest migration). */
+  schemaVersion(): Promise<number>;
+  /** Integrity problems found; none: sound. Also counts the records and keys. */
+  check(): Promise<{ problems: string[]; records: number; keys: number }>;
+  close(): Promise<void>;
+}
+
+/** A restore into a database that holds records, without `replace`. */
+export class RestoreRefused extends Error {
+  override name = 'RestoreRefused';
+}
+
+/** The bulk side of the database DATABASE_URL names, its schema brought up to date. */
+export function openBulkStore(config: Pick<Config, 'database' | 'databaseTimeoutMs'>): Promise<BulkStore> {
+  const { database } = config;
+  return database.kind === 'sqlite'
+    ? openSqliteBulk(database.path, config.databaseTimeoutMs)
+    : openPostgresBulk(database.url, config.databaseTimeoutMs);
+}

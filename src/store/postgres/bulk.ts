@@ -1,0 +1,280 @@
+import pg, { type PoolClient } from 'pg';
+import {
+  type BulkStore,
+  type Importer,
+  type Restorer,
+  RestoreRefused,
+  type Snapshot,
+  type StoredKey,
+} from '../bulk.ts';
+import { fold, type UserInput } from '../store.ts';
+import { guarded } from './errors.ts';
+import { migratePostgres } from './migrations.ts';
+import { PostgresStore } from './postgres-store.ts';
+
+/** Rows read at a time by a snapshot's records and keys. */
+const BATCH = 5000;
+const ignore = () => undefined;
+
+/** The bulk side of a PostgreSQL database: a pool of one connection, so every query runs in the same session. */
+export async function openPostgresBulk(url: string, timeoutMs: number): Promise<BulkStore> {
+  // One connection that never idles out: a snapshot's REPEATABLE READ transaction lives on it.
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 1,
+    idleTimeoutMillis: 0,
+    connectionTimeoutMillis: timeoutMs,
+    application_name: 'user-records-cli',
+  });
+  pool.on('error', ignore);
+  try {
+    await guarded(() => migratePostgres(pool));
+    return new PostgresBulk(pool);
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
+}
+
+class PostgresBulk implements BulkStore {
+  readonly kind = 'postgresql';
+  readonly #pool: pg.Pool;
+
+  constructor(pool: pg.Pool) {
+    this.#pool = pool;
+  }
+
+  /**
+   * A write transaction on a connection held until it ends, that first locks the change version's
+   * row as the service's writes do: ids are given in commit order, nothing interleaves.
+   */
+  async #begin(): Promise<PoolClient> {
+    const client = await guarded(() => this.#pool.connect());
+    client.on('error', ignore);
+    try {
+      await guarded(() => client.query('BEGIN; SELECT version FROM store_version FOR UPDATE'));
+      return client;
+    } catch (error) {
+      client.release(true);
+      throw error;
+    }
+  }
+
+  async #rollback(client: PoolClient): Promise<void> {
+    const ok = await client.query('ROLLBACK').then(
+      () => true,
+      () => false,
+    );
+    client.release(ok ? undefined : true);
+  }
+
+  async #commit(client: PoolClient, sql: string): Promise<void> {
+    try {
+      await guarded(() => client.query(sql));
+      client.release();
+    } catch (error) {
+      client.release(true);
+      throw error;
+    }
+  }
+
+  async importer(): Promise<Importer> {
+    const client = await this.#begin();
+    let count = 0;
+    let firstId: number | undefined;
+    let lastId: number | undefined;
+    return {
+      add: async (rows: readonly UserInput[]) => {
+        if (rows.length === 0) return;
+        const { rows: ids } = await client.query<{ first: string; last: string }>(
+          `WITH added AS (
+             INSERT INTO users (name, age, city, name_folded, city_folded)
+             SELECT n, a, c, nf, cf FROM unnest($1::text[], $2::smallint[], $3::text[], $4::text[], $5::text[])
+               WITH ORDINALITY AS t(n, a, c, nf, cf, o) ORDER BY o
+             RETURNING id)
+           SELECT min(id) AS first, max(id) AS last FROM added`,
+          [
+            rows.map((row) => row.name),
+            rows.map((row) => row.age),
+            rows.map((row) => row.city),
+            rows.map((row) => fold(row.name)),
+            rows.map((row) => fold(row.city)),
+          ],
+        );
+        firstId ??= Number(ids[0]?.first);
+        lastId = Number(ids[0]?.last);
+        count += rows.length;
+      },
+      commit: async () => {
+        await this.#commit(client, `UPDATE store_version SET version = version + ${count}; COMMIT`);
+        return { firstId, lastId };
+      },
+      abort: () => this.#rollback(client),
+    };
+  }
+
+  async snapshot(): Promise<Snapshot> {
+    // Every query goes through the pool of one connection, so each runs in this one transaction,
+    // the service's own listing queries (PostgresStore over this pool) too.
+    const client = this.#pool;
+    const session = async () =>
+      Number((await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid);
+    await guarded(() => client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'));
+    const pid = await session();
+    const { rows } = await client.query<{ version: string; last: string | null }>(
+      `SELECT version, pg_sequence_last_value(pg_get_serial_sequence('users', 'id')::regclass) AS last FROM store_version`,
+    );
+    const store = new PostgresStore(this.#pool);
+    return {
+      version: Number(rows[0]?.version),
+      lastId: Number(rows[0]?.last ?? 0),
+      list: (filter, order) => store.list(filter, order),
+      count: async () => Number((await client.query('SELECT count(*) AS n FROM users')).rows[0]?.n),
+      async *records() {
+        for (let after = 0; ;) {
+          const { rows: page } = await client.query<{
+            id: string;
+            name: string;
+            age: number;
+            city: string;
+            created_at: Date;
+            updated_at: Date;
+            version: number;
+          }>(
+            'SELECT id, name, age, city, created_at, updated_at, version FROM users WHERE id > $1 ORDER BY id LIMIT $2',
+            [after, BATCH],
+          );
+          if (page.length === 0) return;
+          yield page.map((row) => ({
+            id: Number(row.id),
+            name: row.name,
+            age: row.age,
+            city: row.city,
+            createdAt: row.created_at.getTime(),
+            updatedAt: row.updated_at.getTime(),
+            version: row.version,
+          }));
+          after = Number(page.at(-1)?.id);
+        }
+      },
+      async *keys() {
+        for (let after = ''; ;) {
+          const { rows: page } = await client.query<{
+            key: string;
+            fingerprint: string;
+            user_id: string;
+            created_at: Date;
+          }>(
+            'SELECT key, fingerprint, user_id, created_at FROM idempotency_keys WHERE key > $1 ORDER BY key COLLATE "C" LIMIT $2',
+            [after, BATCH],
+          );
+          if (page.length === 0) return;
+          yield page.map((row): StoredKey => ({
+            key: row.key,
+            fingerprint: row.fingerprint,
+            userId: Number(row.user_id),
+            createdAt: row.created_at.getTime(),
+          }));
+          after = page.at(-1)?.key as string;
+        }
+      },
+      end: async () => {
+        // A connection lost and replaced on the way would have read outside the snapshot.
+        const same = (await session()) === pid;
+        await client.query('COMMIT');
+        if (!same) throw new Error('the connection to PostgreSQL was lost during the snapshot; run the command again');
+      },
+    };
+  }
+
+  async restorer(options: { replace: boolean }): Promise<Restorer> {
+    const client = await this.#begin();
+    const held = Number((await client.query('SELECT n FROM users_count')).rows[0]?.n ?? 0);
+    if (held > 0 && !options.replace) {
+      await this.#rollback(client);
+      throw new RestoreRefused(`the database holds ${held} records; restore into an empty one, or pass --replace`);
+    }
+    if (options.replace) await client.query('DELETE FROM idempotency_keys; DELETE FROM users');
+    const iso = (ms: number) => new Date(ms).toISOString();
+    return {
+      addRecords: async (rows) => {
+        if (rows.length === 0) return;
+        await client.query(
+          `INSERT INTO users (id, name, age, city, created_at, updated_at, version, name_folded, city_folded)
+           OVERRIDING SYSTEM VALUE
+           SELECT * FROM unnest($1::bigint[], $2::text[], $3::smallint[], $4::text[], $5::timestamptz[],
+             $6::timestamptz[], $7::integer[], $8::text[], $9::text[])`,
+          [
+            rows.map((r) => r.id),
+            rows.map((r) => r.name),
+            rows.map((r) => r.age),
+            rows.map((r) => r.city),
+            rows.map((r) => iso(r.createdAt)),
+            rows.map((r) => iso(r.updatedAt)),
+            rows.map((r) => r.version),
+            rows.map((r) => fold(r.name)),
+            rows.map((r) => fold(r.city)),
+          ],
+        );
+      },
+      addKeys: async (rows) => {
+        if (rows.length === 0) return;
+        await client.query(
+          `INSERT INTO idempotency_keys (key, fingerprint, user_id, created_at)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::timestamptz[])`,
+          [
+            rows.map((k) => k.key),
+            rows.map((k) => k.fingerprint),
+            rows.map((k) => k.userId),
+            rows.map((k) => iso(k.createdAt)),
+          ],
+        );
+      },
+      commit: async ({ version, lastId }) => {
+        await client.query('UPDATE store_version SET version = $1', [version]);
+        // New ids continue after the highest ever given, here or in the backup's database.
+        await client.query(
+          `SELECT setval(pg_get_serial_sequence('users', 'id'), m) FROM (
+             SELECT GREATEST($1::bigint, (SELECT COALESCE(max(id), 0) FROM users),
+               COALESCE(pg_sequence_last_value(pg_get_serial_sequence('users', 'id')::regclass), 0)) AS m) AS s
+           WHERE m > 0`,
+          [lastId],
+        );
+        await this.#commit(client, 'COMMIT');
+      },
+      abort: () => this.#rollback(client),
+    };
+  }
+
+  async schemaVersion(): Promise<number> {
+    const { rows } = await this.#pool.query<{ v: number | null }>('SELECT max(version) AS v FROM schema_migrations');
+    return rows[0]?.v ?? 0;
+  }
+
+  async check(): Promise<{ problems: string[]; records: number; keys: number }> {
+    const client = this.#pool;
+    const problems: string[] = [];
+    const one = async (sql: string) => Number((await client.query(sql)).rows[0]?.n ?? 0);
+    const records = await one('SELECT count(*) AS n FROM users');
+    const kept = await one('SELECT n FROM users_count');
+    if (kept !== records) problems.push(`the kept count of records is ${kept}, but the table holds ${records}`);
+    // Constraints are enforced on every write; ones added NOT VALID, or switched off, would show here.
+    const invalid = await one('SELECT count(*) AS n FROM pg_constraint WHERE NOT convalidated');
+    if (invalid > 0) problems.push(`${invalid} constraints are not validated`);
+    const bad = await one(
+      `SELECT count(*) AS n FROM users WHERE NOT (age BETWEEN 0 AND 150 AND char_length(name) BETWEEN 1 AND 200
+         AND char_length(city) BETWEEN 1 AND 200 AND version >= 1)`,
+    );
+    if (bad > 0) problems.push(`${bad} records break the record rules`);
+    const ahead = await one(
+      `SELECT count(*) AS n FROM users WHERE id > COALESCE(pg_sequence_last_value(pg_get_serial_sequence('users', 'id')::regclass), 0)`,
+    );
+    if (ahead > 0) problems.push(`${ahead} records have ids above the id sequence; new records would collide`);
+    const keys = await one('SELECT count(*) AS n FROM idempotency_keys');
+    return { problems, records, keys };
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.end();
+  }
+}

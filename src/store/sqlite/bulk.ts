@@ -1,0 +1,217 @@
+import type Database from 'better-sqlite3';
+import {
+  type BulkStore,
+  type Importer,
+  type Restorer,
+  RestoreRefused,
+  type Snapshot,
+  type StoredKey,
+  type StoredRecord,
+} from '../bulk.ts';
+import { fold, type UserInput } from '../store.ts';
+import { openDatabase } from './open.ts';
+import { asUnavailable } from './rows.ts';
+import { ReadStatements } from './statements.ts';
+
+/** Rows read from the database at a time by a snapshot's records and keys. */
+const BATCH = 1000;
+
+/** The bulk side of an SQLite file: one connection of its own, waiting up to `busyTimeoutMs` for the write lock. */
+export async function openSqliteBulk(path: string, busyTimeoutMs: number): Promise<BulkStore> {
+  const db = openDatabase(path, { busyTimeoutMs, migrate: true });
+  return new SqliteBulk(db);
+}
+
+class SqliteBulk implements BulkStore {
+  readonly kind = 'sqlite';
+  readonly #db: Database.Database;
+
+  constructor(db: Database.Database) {
+    this.#db = db;
+  }
+
+  /** BEGIN IMMEDIATE takes the write lock now, so every id is given in file order and nothing interleaves. */
+  #begin(): void {
+    try {
+      this.#db.exec('BEGIN IMMEDIATE');
+    } catch (error) {
+      throw asUnavailable(error);
+    }
+  }
+
+  #rollback(): void {
+    if (this.#db.inTransaction) this.#db.exec('ROLLBACK');
+  }
+
+  /**
+   * Inside the transaction, stops the search index from being filled row by row (its trigger is
+   * dropped, to be made again from its own SQL before the commit): filling it once for all the new
+   * rows is four to five times faster. A rollback puts the trigger back with everything else.
+   * Returns what fills the index for the rows from `firstId` on and restores the trigger.
+   */
+  #deferSearchIndex(): (firstId: number) => void {
+    const sql = this.#db
+      .prepare(`SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'users_search_insert'`)
+      .pluck()
+      .get() as string | undefined;
+    if (sql === undefined) return () => undefined;
+    this.#db.exec('DROP TRIGGER users_search_insert');
+    return (firstId) => {
+      this.#db
+        .prepare(
+          'INSERT INTO users_search (rowid, name_folded, city_folded) SELECT id, name_folded, city_folded FROM users WHERE id >= ?',
+        )
+        .run(firstId);
+      this.#db.exec(sql);
+    };
+  }
+
+  async importer(): Promise<Importer> {
+    const db = this.#db;
+    const insert = db.prepare(
+      `INSERT INTO users (name, age, city, created_at, updated_at, name_folded, city_folded) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.#begin();
+    const fillSearch = this.#deferSearchIndex();
+    let firstId: number | undefined;
+    let lastId: number | undefined;
+    let count = 0;
+    return {
+      add: async (rows: readonly UserInput[]) => {
+        const now = Date.now();
+        for (const { name, age, city } of rows) {
+          lastId = Number(insert.run(name, age, city, now, now, fold(name), fold(city)).lastInsertRowid);
+          firstId ??= lastId;
+          count++;
+        }
+      },
+      commit: async () => {
+        fillSearch(firstId ?? Number.MAX_SAFE_INTEGER);
+        db.prepare('UPDATE store_version SET version = version + ?').run(count);
+        db.exec('COMMIT');
+        return { firstId, lastId };
+      },
+      abort: async () => this.#rollback(),
+    };
+  }
+
+  async snapshot(): Promise<Snapshot> {
+    const db = this.#db;
+    const reads = new ReadStatements(db);
+    // A read transaction in WAL mode sees one moment from its first read on, whoever writes meanwhile.
+    db.exec('BEGIN');
+    const version = reads.version();
+    const lastId = Number(
+      (db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'users'`).pluck().get() as number | undefined) ?? 0,
+    );
+    const records = db.prepare(
+      'SELECT id, name, age, city, created_at, updated_at, version FROM users WHERE id > ? ORDER BY id LIMIT ?',
+    );
+    const keys = db.prepare(
+      'SELECT key, fingerprint, user_id, created_at FROM idempotency_keys WHERE key > ? ORDER BY key LIMIT ?',
+    );
+    return {
+      version,
+      lastId,
+      list: async (filter, order) => reads.list(filter, order),
+      count: async () => reads.count({}),
+      async *records() {
+        for (let after = 0; ;) {
+          const rows = records.all(after, BATCH) as Array<Record<string, number | string>>;
+          if (rows.length === 0) return;
+          yield rows.map((row): StoredRecord => ({
+            id: row.id as number,
+            name: row.name as string,
+            age: row.age as number,
+            city: row.city as string,
+            createdAt: row.created_at as number,
+            updatedAt: row.updated_at as number,
+            version: row.version as number,
+          }));
+          after = rows.at(-1)?.id as number;
+        }
+      },
+      async *keys() {
+        for (let after = ''; ;) {
+          const rows = keys.all(after, BATCH) as Array<Record<string, number | string>>;
+          if (rows.length === 0) return;
+          yield rows.map((row): StoredKey => ({
+            key: row.key as string,
+            fingerprint: row.fingerprint as string,
+            userId: row.user_id as number,
+            createdAt: row.created_at as number,
+          }));
+          after = rows.at(-1)?.key as string;
+        }
+      },
+      end: async () => this.#rollback(),
+    };
+  }
+
+  async restorer(options: { replace: boolean }): Promise<Restorer> {
+    const db = this.#db;
+    this.#begin();
+    const held = db.prepare('SELECT count(*) FROM users').pluck().get() as number;
+    if (held > 0 && !options.replace) {
+      this.#rollback();
+      throw new RestoreRefused(`the database holds ${held} records; restore into an empty one, or pass --replace`);
+    }
+    if (options.replace) db.exec('DELETE FROM users; DELETE FROM idempotency_keys;');
+    // Every record is new now: the search index is filled for all of them at the end.
+    const fillSearch = this.#deferSearchIndex();
+    const insert = db.prepare(
+      `INSERT INTO users (id, name, age, city, created_at, updated_at, version, name_folded, city_folded)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    const insertKey = db.prepare(
+      'INSERT INTO idempotency_keys (key, fingerprint, user_id, created_at) VALUES (?, ?, ?, ?)',
+    );
+    return {
+      addRecords: async (rows) => {
+        for (const r of rows) {
+          insert.run(r.id, r.name, r.age, r.city, r.createdAt, r.updatedAt, r.version, fold(r.name), fold(r.city));
+        }
+      },
+      addKeys: async (rows) => {
+        for (const k of rows) insertKey.run(k.key, k.fingerprint, k.userId, k.createdAt);
+      },
+      commit: async ({ version, lastId }) => {
+        fillSearch(0);
+        db.prepare('UPDATE store_version SET version = ?').run(version);
+        // AUTOINCREMENT keeps the highest id ever given here: new ids continue after it, never reusing one.
+        const seq = db.prepare(`UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'users'`).run(lastId);
+        if (seq.changes === 0 && lastId > 0) {
+          db.prepare(`INSERT INTO sqlite_sequence (name, seq) VALUES ('users', ?)`).run(lastId);
+        }
+        db.exec('COMMIT');
+      },
+      abort: async () => this.#rollback(),
+    };
+  }
+
+  async schemaVersion(): Promise<number> {
+    return (this.#db.prepare('SELECT max(version) FROM schema_migrations').pluck().get() as number | null) ?? 0;
+  }
+
+  async check(): Promise<{ problems: string[]; records: number; keys: number }> {
+    const db = this.#db;
+    const problems = (db.pragma('integrity_check(20)', { simple: false }) as Array<{ integrity_check: string }>)
+      .map((row) => row.integrity_check)
+      .filter((text) => text !== 'ok');
+    const foreign = db.pragma('foreign_key_check') as unknown[];
+    if (foreign.length > 0) problems.push(`${foreign.length} foreign key faults`);
+    try {
+      db.exec(`INSERT INTO users_search (users_search) VALUES ('integrity-check')`);
+    } catch (error) {
+      problems.push(`the search index does not match the records: ${(error as Error).message}`);
+    }
+    const records = db.prepare('SELECT count(*) FROM users').pluck().get() as number;
+    const keys = db.prepare('SELECT count(*) FROM idempotency_keys').pluck().get() as number;
+    return { problems, records, keys };
+  }
+
+  async close(): Promise<void> {
+    this.#rollback();
+    this.#db.close();
+  }
+}

@@ -1,0 +1,479 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync, existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { COMMANDS } from '../src/cli/commands.ts';
+import { BACKENDS, type Backend, type Database } from './helpers/backends.ts';
+import { BIN, runCli } from './helpers/cli.ts';
+import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { version: string; bin: Record<string, string> };
+
+describe('user-records: help, version, usage', () => {
+  it('is the package bin', () => {
+    assert.equal(pkg.bin['user-records'], 'bin/user-records.mjs');
+  });
+
+  it('--help lists every command, each with its own --help naming its flags and settings', async () => {
+    const main = await runCli(['--help']);
+    assert.equal(main.code, 0);
+    for (const command of COMMANDS) {
+      assert.match(main.stdout, new RegExp(`^  ${command.name}\\b`, 'm'));
+      const own = await runCli([command.name, '--help']);
+      assert.equal(own.code, 0, own.stderr);
+      assert.match(own.stdout, new RegExp(`^Usage: user-records ${command.name}`));
+      for (const option of command.options)
+        assert.ok(own.stdout.includes(`--${option.flag}`), `${command.name} --${option.flag}`);
+      assert.ok(own.stdout.includes('--database-url (DATABASE_URL), default: ./data/users.db'));
+    }
+  });
+
+  it('--version is the package version', async () => {
+    const result = await runCli(['--version']);
+    assert.deepEqual([result.code, result.stdout], [0, `${pkg.version}\n`]);
+  });
+
+  const usage: Array<{ name: string; args: string[]; message: RegExp }> = [
+    { name: 'an unknown command', args: ['frobnicate'], message: /unknown command "frobnicate"/ },
+    { name: 'an unknown flag', args: ['export', '--colour', 'red'], message: /Unknown option '--colour'/ },
+    { name: 'a missing file', args: ['import'], message: /takes FILE\|-, got none/ },
+    { name: 'a format it cannot guess', args: ['import', '-'], message: /--format csv\|json\|ndjson/ },
+    { name: 'a bad format', args: ['export', '--format', 'xml'], message: /--format must be one of csv, json, ndjson/ },
+    { name: 'a bad filter', args: ['export', '--age', 'old'], message: /--age must be a whole number from 0 to 150/ },
+    { name: 'a bad setting', args: ['check', '--database-timeout-ms', 'soon'], message: /DATABASE_TIMEOUT_MS must be/ },
+  ];
+  for (const { name, args, message } of usage) {
+    it(`exits 2 on ${name}, with the reason in one line`, async () => {
+      const result = await runCli(args, { env: { DATABASE_URL: ':memory:' } });
+      assert.equal(result.code, 2, result.stderr);
+      assert.match(result.stderr, message);
+    });
+  }
+});
+
+/** A fresh database of the backend for each test that asks. */
+function databases(backend: Backend): () => Promise<Database> {
+  const made: Database[] = [];
+  after(async () => {
+    for (const database of made) await database.drop();
+  });
+  return async () => {
+    const database = await backend.fresh();
+    made.push(database);
+    return database;
+  };
+}
+
+const listing = async (url: string) =>
+  (
+    await runCli(['export', '--format', 'ndjson', '--fields', 'id,name,age,city', '--quiet'], {
+      env: { DATABASE_URL: url },
+    })
+  ).stdout;
+
+interface ImportCase {
+  name: string;
+  file: string;
+  content: string | Buffer;
+  /** The records stored, as ndjson of id,name,age,city; none: nothing stored and exit 1. */
+  stored?: string;
+  /** What standard error must hold. */
+  errors?: RegExp[];
+}
+
+const CSV_BOM = '\uFEFF';
+const IMPORTS: ImportCase[] = [
+  {
+    name: 'quotes, commas inside quotes, BOM, CRLF, empty lines, a header in another order, unicode',
+    file: 'people.csv',
+    content: `${CSV_BOM}city,age,name\r\n"Paris, France",30,"Alice ""Al"" Smith"\r\n\r\nZürich,041,Chloé 李\r\n  \r\nOslo,0,"  Dan  "\r\n`,
+    stored: [
+      '{"id":1,"name":"Alice \\"Al\\" Smith","age":"30","city":"Paris, France"}',
+      '{"id":2,"name":"Chloé 李","age":"41","city":"Zürich"}',
+      '{"id":3,"name":"Dan","age":"0","city":"Oslo"}',
+    ].join('\n'),
+  },
+  {
+    name: 'a line break inside quotes (read as one field, then refused by the rules of the API)',
+    file: 'breaks.csv',
+    content: 'name,age,city\nAna,1,Rome\n"Bo\nB",2,Oslo\n',
+    errors: [/breaks\.csv line 3: name must be text of 1 to 200 characters/, /1 of 2 rows are bad; nothing was stored/],
+  },
+  {
+    name: 'a bad row among good ones (an age of 151)',
+    file: 'bad.csv',
+    content: 'name,age,city\nAna,1,Rome\nBo,151,Oslo\nCy,2,\n',
+    errors: [
+      /bad\.csv line 3: age must be a whole number from 0 to 150/,
+      /bad\.csv line 4: city must not be empty or blank/,
+    ],
+  },
+  {
+    name: 'an unknown and a missing column',
+    file: 'columns.csv',
+    content: 'name,age,town\nAna,1,Rome\n',
+    errors: [/columns\.csv line 1: header: unknown columns: town; missing columns: city/],
+  },
+  {
+    name: 'a malformed quote',
+    file: 'quote.csv',
+    content: 'name,age,city\nAna,1,Rome\n"Bo"x,2,Oslo\n',
+    errors: [/quote\.csv line 3: is not valid CSV: Invalid Closing Quote/],
+  },
+  {
+    name: 'invalid UTF-8',
+    file: 'latin1.csv',
+    content: Buffer.concat([
+      Buffer.from('name,age,city\nAna,1,Rome\nJos'),
+      Buffer.from([0xe9]),
+      Buffer.from(',2,Oslo\n'),
+    ]),
+    errors: [/latin1\.csv line 3: is not valid UTF-8; nothing was stored/],
+  },
+  {
+    name: 'JSON as GET /users answers it, age as string or number',
+    file: 'people.json',
+    content: '{"data":[{"name":"Ana","age":"1","city":"Rome"},\n {"city":"Oslo","age":2,"name":"Bo"}]}',
+    stored: '{"id":1,"name":"Ana","age":"1","city":"Rome"}\n{"id":2,"name":"Bo","age":"2","city":"Oslo"}',
+  },
+  {
+    name: 'a bare JSON array with a bad element and an unknown field',
+    file: 'bare.json',
+    content: '[{"name":"Ana","age":"1","city":"Rome"},\n7,\n{"name":"Bo","age":2,"city":"Oslo","zip":"0150"}]',
+    errors: [/bare\.json line 2: row is not a JSON object/, /bare\.json line 3: zip is not a field of a record/],
+  },
+  {
+    name: 'NDJSON with an empty line',
+    file: 'people.ndjson',
+    content: '{"name":"Ana","age":1,"city":"Rome"}\n\n{"name":"Bo","age":"2","city":"Oslo"}\n',
+    stored: '{"id":1,"name":"Ana","age":"1","city":"Rome"}\n{"id":2,"name":"Bo","age":"2","city":"Oslo"}',
+  },
+];
+
+for (const backend of BACKENDS) {
+  describe(`user-records import and export [${backend.name}]`, { skip: backend.skip }, () => {
+    const fresh = databases(backend);
+    const files = tempDir('user-records-cli-');
+    after(files.cleanup);
+
+    for (const example of IMPORTS) {
+      it(`import: ${example.name}`, async () => {
+        const { url } = await fresh();
+        const path = join(files.dir, example.file);
+        writeFileSync(path, example.content);
+        const result = await runCli(['import', path], { env: { DATABASE_URL: url } });
+        for (const pattern of example.errors ?? []) assert.match(result.stderr, pattern);
+        if (example.stored === undefined) {
+          assert.equal(result.code, 1, result.stderr);
+          assert.equal(await listing(url), '', 'nothing is stored');
+        } else {
+          assert.equal(result.code, 0, result.stderr);
+          assert.equal((await listing(url)).trimEnd(), example.stored);
+        }
+      });
+    }
+
+    for (const [format, content, rejects] of [
+      ['csv', 'city,name,age\nRome,Ana,1\nOslo,Bo,151\n"A, B",Cy,2\n', 'city,name,age\r\nOslo,Bo,151\r\n'],
+      [
+        'json',
+        '[{"name":"Ana","age":1,"city":"Rome"},{"name":"","age":1,"city":"X"},{"name":"Cy","age":2,"city":"A, B"}]',
+        '{"data":[\n{"name":"","age":1,"city":"X"}\n]}\n',
+      ],
+      ['ndjson', '{"name":"Ana","age":1,"city":"Rome"}\n[1]\n{"name":"Cy","age":2,"city":"A, B"}\n', '[1]\n'],
+    ] as const) {
+      it(`--skip-invalid stores the good rows and writes the bad ones as ${format}`, async () => {
+        const { url } = await fresh();
+        const path = join(files.dir, `skip.${format}`);
+        writeFileSync(path, content);
+        const result = await runCli(['import', path, '--skip-invalid'], { env: { DATABASE_URL: url } });
+        assert.equal(result.code, 0, result.stderr);
+        assert.match(
+          result.stdout,
+          new RegExp(
+            `imported 2 records \\(ids 1 to 2\\); 1 bad rows skipped, written to .*skip\\.${format}\\.rejects\\.${format}`,
+          ),
+        );
+        assert.equal(readFileSync(`${path}.rejects.${format}`, 'utf8'), rejects);
+        assert.equal(
+          await listing(url),
+          '{"id":1,"name":"Ana","age":"1","city":"Rome"}\n{"id":2,"name":"Cy","age":"2","city":"A, B"}\n',
+        );
+      });
+    }
+
+    it('reads standard input, and lists at most --max-errors bad rows', async () => {
+      const { url } = await fresh();
+      const bad = Array.from({ length: 5 }, (_, i) => `{"name":"N${i}","age":200,"city":"C"}`).join('\n');
+      const result = await runCli(['import', '-', '--format', 'ndjson', '--max-errors', '2'], {
+        env: { DATABASE_URL: url },
+        input: bad,
+      });
+      assert.equal(result.code, 1);
+      assert.equal(result.stderr.match(/standard input line \d+: age/g)?.length, 2);
+      assert.match(result.stderr, /and 3 more bad rows/);
+    });
+
+    describe('export against the running service', () => {
+      let server: RunningServer | undefined;
+      let url = '';
+      before(async () => {
+        url = (await fresh()).url;
+        const path = join(files.dir, 'seed.csv');
+        const rows = Array.from({ length: 2500 }, (_, i) => `"Name ${i}, the ${i % 7}th",${i % 151},City${i % 13}`);
+        writeFileSync(path, `name,age,city\n${rows.join('\n')}\n`);
+        const imported = await runCli(['import', path, '--quiet'], { env: { DATABASE_URL: url } });
+        assert.equal(imported.code, 0, imported.stderr);
+        server = await startServer({ DATABASE_URL: url });
+      });
+      after(async () => {
+        await server?.stop();
+      });
+
+      for (const query of ['', 'city=City3&fields=id,name,createdAt', 'sort=-age,name&age.gte=100', 'q=the 3th']) {
+        it(`--format json is byte for byte GET /users${query === '' ? '' : `?${query}`}`, async () => {
+          const flags = [...new URLSearchParams(query)].map(([name, value]) => `--${name}=${value}`);
+          const exported = await runCli(['export', '--quiet', ...flags], { env: { DATABASE_URL: url } });
+          assert.equal(exported.code, 0, exported.stderr);
+          const answer = await fetch(`${server?.url}/users${query === '' ? '' : `?${query}`}`);
+          assert.equal(answer.status, 200);
+          const body = await answer.text();
+          assert.ok(body.length > 20);
+          assert.equal(exported.stdout, body);
+        });
+      }
+
+      it('export → import round trip in each format gives the same listing', async () => {
+        const original = await (await fetch(`${server?.url}/users`)).text();
+        for (const format of ['csv', 'json', 'ndjson']) {
+          const file = join(files.dir, `round.${format}`);
+          const exported = await runCli(['export', file, '--quiet'], { env: { DATABASE_URL: url } });
+          assert.equal(exported.code, 0, exported.stderr);
+          const target = await fresh();
+          const imported = await runCli(['import', file, '--quiet'], { env: { DATABASE_URL: target.url } });
+          assert.equal(imported.code, 0, imported.stderr);
+          const again = await runCli(['export', '--quiet'], { env: { DATABASE_URL: target.url } });
+          assert.equal(again.stdout, original, format);
+        }
+      });
+    });
+
+    it('SIGKILL during an import leaves all of it or nothing', async () => {
+      const { url } = await fresh();
+      const path = join(files.dir, 'big.csv');
+      const rows = 300_000;
+      writeFileSync(
+        path,
+        `name,age,city\n${Array.from({ length: rows }, (_, i) => `N${i},${i % 151},C`).join('\n')}\n`,
+      );
+      let killed = false;
+      const result = await runCli(['import', path], {
+        env: { DATABASE_URL: url },
+        onStart: (child) => {
+          // The first progress line means rows are being stored: kill it then.
+          child.stderr?.on('data', () => {
+            if (!killed) killed = child.kill('SIGKILL');
+          });
+        },
+      });
+      const stored = (await listing(url)).split('\n').filter((line) => line !== '').length;
+      assert.ok(stored === 0 || stored === rows, `${stored} records stored (code ${result.code})`);
+      if (result.code === 'SIGKILL') assert.equal(stored, 0, 'killed before it said done');
+      const check = await runCli(['check'], { env: { DATABASE_URL: url } });
+      assert.equal(check.code, 0, check.stderr);
+    });
+
+    it('migrate shows the schema version; check counts the records', async () => {
+      const { url } = await fresh();
+      const migrate = await runCli(['migrate'], { env: { DATABASE_URL: url } });
+      assert.equal(migrate.code, 0, migrate.stderr);
+      assert.match(migrate.stdout, /^schema version \d+ \((sqlite|postgresql)\): up to date\n$/);
+      await runCli(['import', '-', '--format', 'ndjson'], {
+        env: { DATABASE_URL: url },
+        input: '{"name":"A","age":1,"city":"B"}',
+      });
+      const check = await runCli(['check'], { env: { DATABASE_URL: url } });
+      assert.equal(check.code, 0, check.stderr);
+      assert.match(check.stdout, /^ok: 1 records, 0 idempotency keys/);
+    });
+  });
+}
+
+/** Adds records through the API from 20 writers (some with Idempotency-Keys), until stopped. */
+function writers(base: string, count: number): { stop(): Promise<number> } {
+  let running = true;
+  let written = 0;
+  const one = async (writer: number) => {
+    for (let i = 0; running && i < 10_000; i++) {
+      const headers: Record<string, string> = i % 3 === 0 ? { 'idempotency-key': `w${writer}-${i}` } : {};
+      const answer = await fetch(`${base}/users?name=W${writer}-${i}&age=${i % 151}&city=Writers`, {
+        method: 'POST',
+        headers,
+      });
+      await answer.arrayBuffer();
+      if (answer.status === 200) written++;
+    }
+  };
+  const all = Promise.all(Array.from({ length: count }, (_, writer) => one(writer)));
+  return {
+    stop: async () => {
+      running = false;
+      await all;
+      return written;
+    },
+  };
+}
+
+const available = BACKENDS.filter((backend) => backend.skip === false);
+for (const from of available) {
+  for (const into of available) {
+    describe(`backup on ${from.name} under 20 writers, restore into ${into.name}`, () => {
+      const freshFrom = databases(from);
+      const freshInto = databases(into);
+      const files = tempDir('user-records-backup-');
+      after(files.cleanup);
+
+      it('restores exactly the moment of the backup: listing, ETag, keys, ids after', async () => {
+        const source = await freshFrom();
+        const server = await startServer({ DATABASE_URL: source.url, RATE_LIMIT: 'off' });
+        const file = join(files.dir, 'users.backup');
+        let backup;
+        try {
+          const load = writers(server.url, 20);
+          // Let writes begin before the backup.
+          for (let i = 0; i < 100 && (await listing(source.url)) === ''; i++)
+            await new Promise((r) => setTimeout(r, 20));
+          backup = await runCli(['backup', file], { env: { DATABASE_URL: source.url } });
+          await load.stop();
+        } finally {
+          await server.stop();
+        }
+        assert.equal(backup.code, 0, backup.stderr);
+        const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+        const header = JSON.parse(lines[0] as string) as { changeVersion: number };
+        const records = lines
+          .filter((line) => line.startsWith('["r"'))
+          .map((line) => JSON.parse(line) as [string, number, string, number, string]);
+        assert.ok(records.length > 0, 'the backup holds records');
+        // Only creates ran, one change each: a snapshot of one moment holds exactly as many records as its version.
+        assert.equal(header.changeVersion, records.length);
+        assert.ok(
+          lines.some((line) => line.startsWith('["k"')),
+          'the backup holds idempotency keys',
+        );
+
+        const target = await freshInto();
+        const restored = await runCli(['restore', file], { env: { DATABASE_URL: target.url } });
+        assert.equal(restored.code, 0, restored.stderr);
+        const again = await runCli(['restore', file], { env: { DATABASE_URL: target.url } });
+        assert.equal(again.code, 1);
+        assert.match(again.stderr, /holds \d+ records; restore into an empty one, or pass --replace/);
+
+        const served = await startServer({ DATABASE_URL: target.url });
+        try {
+          // The first listing after a start streams (weak ETag) while the service keeps a copy; the next is exact.
+          await (await fetch(`${served.url}/users`)).arrayBuffer();
+          const answer = await fetch(`${served.url}/users`);
+          const expected = `{"data":[${records.map(([, , name, age, city]) => `{"name":${JSON.stringify(name)},"age":"${age}","city":${JSON.stringify(city)}}`).join(',')}]}`;
+          assert.equal(await answer.text(), expected);
+          assert.equal(answer.headers.get('etag'), `"v${header.changeVersion}"`);
+          // A remembered key replays its record; a new record's id continues after the highest.
+          const [key] = lines
+            .filter((line) => line.startsWith('["k"'))
+            .map((line) => JSON.parse(line) as [string, string, string, number]);
+          const writer = /^w(\d+)-(\d+)$/.exec(key?.[1] ?? '');
+          assert.ok(writer !== null);
+          const replay = await fetch(
+            `${served.url}/users?name=W${writer[1]}-${writer[2]}&age=${Number(writer[2]) % 151}&city=Writers`,
+            {
+              method: 'POST',
+              headers: { 'idempotency-key': key?.[1] as string },
+            },
+          );
+          assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+          assert.equal(replay.headers.get('location'), `/users/${key?.[3]}`);
+          const created = await fetch(`${served.url}/users?name=New&age=1&city=After&fields=id`, { method: 'POST' });
+          const { data } = (await created.json()) as { data: Array<{ id: number }> };
+          assert.ok((data[0]?.id ?? 0) > Math.max(...records.map((record) => record[1])));
+        } finally {
+          await served.stop();
+        }
+        const replaced = await runCli(['restore', file, '--replace'], { env: { DATABASE_URL: target.url } });
+        assert.equal(replaced.code, 0, replaced.stderr);
+      });
+    });
+  }
+}
+
+describe('restore refuses a damaged backup, before touching the database', () => {
+  it('names the checksum', async () => {
+    const files = tempDir();
+    try {
+      const db = join(files.dir, 'a.db');
+      await runCli(['import', '-', '--format', 'ndjson', '--quiet'], {
+        env: { DATABASE_URL: db },
+        input: '{"name":"A","age":1,"city":"B"}',
+      });
+      const file = join(files.dir, 'b.backup');
+      assert.equal((await runCli(['backup', file], { env: { DATABASE_URL: db } })).code, 0);
+      writeFileSync(file, readFileSync(file, 'utf8').replace('"A"', '"Z"'));
+      const target = join(files.dir, 'c.db');
+      const result = await runCli(['restore', file], { env: { DATABASE_URL: target } });
+      assert.equal(result.code, 1);
+      assert.match(result.stderr, /is damaged: its checksum does not match its content/);
+      assert.equal(existsSync(target), false, 'the database was not even opened');
+      assert.deepEqual(
+        readdirSync(files.dir).sort(),
+        ['a.db', 'a.db-shm', 'a.db-wal', 'b.backup'].filter((name) => existsSync(join(files.dir, name))).sort(),
+      );
+    } finally {
+      files.cleanup();
+    }
+  });
+});
+
+/** The `$ command` / output pairs between the README's command-line example markers. */
+function cliExamples(): Array<{ command: string; expected: string }> {
+  const readme = readFileSync(`${ROOT}README.md`, 'utf8');
+  const block = /<!-- cli-examples:start -->\s*```console\n([\s\S]*?)```\s*<!-- cli-examples:end -->/.exec(readme)?.[1];
+  assert.ok(block, 'README has no command-line examples block');
+  const examples: Array<{ command: string; expected: string }> = [];
+  for (const line of block.trimEnd().split('\n')) {
+    if (line.startsWith('$ ')) examples.push({ command: line.slice(2), expected: '' });
+    else {
+      const last = examples.at(-1);
+      assert.ok(last, `output before any command: ${line}`);
+      last.expected += `${line}\n`;
+    }
+  }
+  return examples;
+}
+
+// The README's examples, run exactly as written in an empty folder (npx user-records is the bin).
+describe('README command-line examples', () => {
+  const folder = tempDir('user-records-readme-');
+  after(folder.cleanup);
+  const examples = cliExamples();
+
+  it('show every command', () => {
+    const commands = examples.map((example) => example.command).join('\n');
+    for (const name of ['import', 'export', 'backup', 'restore', 'check', '--skip-invalid', '--format csv']) {
+      assert.ok(commands.includes(name), `no example uses ${name}`);
+    }
+  });
+
+  for (const [i, example] of examples.entries()) {
+    it(`${i + 1}: ${example.command}`, () => {
+      const command = example.command.replaceAll(
+        'npx user-records',
+        `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)}`,
+      );
+      const env = { ...process.env };
+      delete env.DATABASE_URL;
+      const output = execFileSync('bash', ['-c', command], { cwd: folder.dir, env, encoding: 'utf8', timeout: 30_000 });
+      assert.equal(output.replace(/\r/g, '').trimEnd(), example.expected.trimEnd());
+    });
+  }
+});
