@@ -55,15 +55,19 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => void stopCluster().finally(() => process.exit(130)));
 }
 
-// The server processes the tests start run one bundle of src/, built here once (test/helpers/server.ts).
+// The server and command-line processes the tests start run bundles of src/, built here once
+// (test/helpers/server.ts, test/helpers/cli.ts).
 const bundle = '.tmp/test-run/server.mjs';
+const cliBundle = '.tmp/test-run/cli.mjs';
 execFileSync(process.execPath, ['scripts/build.mjs', bundle], { stdio: 'inherit' });
+execFileSync(process.execPath, ['scripts/build.mjs', cliBundle, 'src/cli.ts'], { stdio: 'inherit' });
 
 const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${CONCURRENCY}`, ...files], {
   stdio: 'inherit',
   env: {
     ...process.env,
     TEST_SERVER_BUNDLE: bundle,
+    TEST_CLI_BUNDLE: cliBundle,
     ...(postgres === undefined ? {} : { TEST_DATABASE_URL: postgres }),
   },
 });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { COMMANDS } from '../src/cli/commands.ts';
 import { BACKENDS, type Backend, type Database } from './helpers/backends.ts';
-import { BIN, runCli } from './helpers/cli.ts';
+import { BIN, PACKAGE_BIN, runCli } from './helpers/cli.ts';
 import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -30,9 +30,11 @@ describe('user-records: help, version, usage', () => {
     }
   });
 
-  it('--version is the package version', async () => {
+  it('--version is the package version, from the package bin as npx runs it and from the bundle', async () => {
     const result = await runCli(['--version']);
     assert.deepEqual([result.code, result.stdout], [0, `${pkg.version}\n`]);
+    const bin = execFileSync(process.execPath, [PACKAGE_BIN, '--version'], { encoding: 'utf8' });
+    assert.equal(bin, `${pkg.version}\n`);
   });
 
   const usage: Array<{ name: string; args: string[]; message: RegExp }> = [
