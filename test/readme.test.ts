@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { readmePerformance, withPerformance } from '../bench/readme-section.ts';
+import type { BenchResults } from '../bench/results.ts';
 import { settingsTable } from '../src/config/help.ts';
 import { serverForSuite } from './helpers/server.ts';
 import { BACKENDS } from './helpers/backends.ts';
@@ -68,5 +70,48 @@ describe('README settings table', () => {
     const table = /<!-- settings:start -->\n([\s\S]*?)\n<!-- settings:end -->/.exec(readme)?.[1];
     assert.ok(table !== undefined, 'README has no settings block');
     assert.equal(table, settingsTable());
+  });
+});
+
+// The README's Performance figures are those of the committed full bench run, of the code as it is.
+describe('README performance figures', () => {
+  const ROOT = new URL('..', import.meta.url).pathname;
+  const results = JSON.parse(readFileSync(`${ROOT}bench/results/latest.json`, 'utf8')) as BenchResults;
+
+  it('are exactly what bench/results/latest.json makes of them', () => {
+    const readme = readFileSync(`${ROOT}README.md`, 'utf8');
+    assert.equal(readmePerformance(readme), readmePerformance(withPerformance(readme, results)));
+  });
+
+  it('were measured on a clean tree whose src/, dependencies and build are the ones here', (t) => {
+    assert.equal(results.meta.clean, true, 'the bench ran with uncommitted changes');
+    let changed: string;
+    try {
+      changed = execFileSync(
+        'git',
+        [
+          'diff',
+          '--name-only',
+          results.meta.commit,
+          '--',
+          'src',
+          'package.json',
+          'package-lock.json',
+          'scripts/build.mjs',
+        ],
+        { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+    } catch (error) {
+      // A copy without the history (a tarball, a shallow clone) cannot tell; a clone can.
+      t.skip(
+        `no git history to compare with ${results.meta.commit.slice(0, 12)}: ${(error as Error).message.split('\n')[0]}`,
+      );
+      return;
+    }
+    assert.equal(
+      changed.trim(),
+      '',
+      `changed since the bench measured ${results.meta.commit.slice(0, 12)}: run npm run bench`,
+    );
   });
 });
