@@ -564,6 +564,20 @@ describe('a cursor page of several keys starts in the index of the first key [sq
             }
           }
         }
+        // A page of an age range in creation order walks the ids rather than sorting every match.
+        const ages = {
+          limit: 50,
+          ranges: [
+            { field: 'age' as const, op: 'gte' as const, value: 20 },
+            { field: 'age' as const, op: 'lt' as const, value: 30 },
+          ],
+        };
+        const byId = { ...dialect, ageInIdOrder: (column: string) => `+${column}` };
+        const { text, values } = listQuery(ages, undefined, byId, '*');
+        const plan = (db.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...values) as Array<{ detail: string }>)
+          .map((row) => row.detail)
+          .join(' | ');
+        assert.doesNotMatch(plan, /TEMP B-TREE/, plan);
       } finally {
         db.close();
       }

@@ -23,6 +23,13 @@ export interface Dialect {
   byCodePoint(column: string): string;
   /** The condition for records whose folded name or city contains `text` (already folded). */
   search(text: string, bind: (value: unknown) => string): string;
+  /**
+   * How an age range is written in a listing in id order. SQLite, without statistics, reads a range
+   * of ages by their index and then sorts every match by id (66,000 records for ten ages of a
+   * million, for a page of 50); `+age` makes it walk the ids and stop at the page's end, which a
+   * range of ages (never narrower than 1 in 151) always makes the cheaper way.
+   */
+  ageInIdOrder?(column: string): string;
 }
 
 /** Values bound to a statement, numbered in the order they are bound. */
@@ -54,14 +61,18 @@ function sqlValue(field: SortField, value: string | number, dialect: Dialect): u
 }
 
 /** The filter's conditions (exact values, ranges, search, `afterId`), joined by AND. */
-export function conditions(filter: ListFilter, dialect: Dialect, b: Binder): string[] {
+export function conditions(filter: ListFilter, dialect: Dialect, b: Binder, inIdOrder = false): string[] {
   const where: string[] = [];
   // Text compared as the indexes sort it, so an exact filter uses the same index as a sort.
   if (filter.name !== undefined) where.push(`${column('name', dialect)} = ${b.bind(filter.name)}`);
   if (filter.age !== undefined) where.push(`age = ${b.bind(filter.age)}`);
   if (filter.city !== undefined) where.push(`${column('city', dialect)} = ${b.bind(filter.city)}`);
   for (const range of filter.ranges ?? []) {
-    where.push(`${COLUMN[range.field]} ${OPERATORS[range.op]} ${b.bind(sqlValue(range.field, range.value, dialect))}`);
+    const name =
+      inIdOrder && range.field === 'age' && dialect.ageInIdOrder !== undefined
+        ? dialect.ageInIdOrder(COLUMN.age)
+        : COLUMN[range.field];
+    where.push(`${name} ${OPERATORS[range.op]} ${b.bind(sqlValue(range.field, range.value, dialect))}`);
   }
   if (filter.search !== undefined) where.push(dialect.search(fold(filter.search), b.bind));
   if (filter.afterId !== undefined) where.push(`id > ${b.bind(filter.afterId)}`);
@@ -123,7 +134,8 @@ export function listQuery(
   columns: string,
 ): { text: string; values: unknown[] } {
   const b = new Binder(dialect);
-  const where = conditions(filter, dialect, b);
+  const inIdOrder = order === undefined || (order.sort.length === 1 && order.sort[0]?.field === 'id');
+  const where = conditions(filter, dialect, b, inIdOrder);
   const start = order === undefined ? undefined : keyset(order, dialect, b);
   if (start !== undefined) where.push(`(${start})`);
   const sort = order === undefined ? 'id ASC' : orderBy(order.sort, dialect);

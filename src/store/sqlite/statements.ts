@@ -41,6 +41,7 @@ const SQLITE: Dialect = {
   param: () => '?',
   time: (ms) => ms,
   byCodePoint: (column) => column,
+  ageInIdOrder: (column) => `+${column}`,
   search: (text, bind) =>
     indexed(text)
       ? `id IN (SELECT rowid FROM users_search WHERE users_search MATCH ${bind(phrase(text))})`
