@@ -22,12 +22,16 @@ export const BUNDLE = ['.tmp/test-bundle/server.mjs'] as const;
  * Settings every server process starts with unless the test names its own. OVERLOAD_LAG_MS is raised
  * far above its default (500 ms): on a busy machine the server's event loop runs that late often
  * enough to shed requests with 503, and only the tests of shedding want that (they set their own).
+ * DATABASE_TIMEOUT_MS likewise (default 5 s): with other test files, a benchmark and two database
+ * servers sharing two cores and a disk, one commit once waited longer than that and answered 503;
+ * the tests of database timeouts set their own.
  */
 export const PROCESS_DEFAULTS: Readonly<Record<string, string>> = {
   HOST: '127.0.0.1',
   PORT: '0',
   LOG_LEVEL: 'info',
   OVERLOAD_LAG_MS: '60000',
+  DATABASE_TIMEOUT_MS: '30000',
 };
 
 export interface RunningServer {
