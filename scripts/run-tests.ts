@@ -7,6 +7,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { hideCredentials } from '../src/config/load.ts';
+import { sharedExtensions } from '../test/helpers/backends.ts';
 import { findPostgresBin, type PostgresCluster, startPostgresCluster } from '../test/helpers/pg-cluster.ts';
 
 const given = process.argv.slice(2);
@@ -45,6 +46,9 @@ if (postgres !== undefined) {
 // timers, not on a core, so four at a time finish sooner even on two cores. TEST_CONCURRENCY=1
 // runs them one by one.
 const CONCURRENCY = Number(process.env.TEST_CONCURRENCY ?? 4);
+
+// Before any test file runs, so that no test's schema holds pg_trgm (test/helpers/backends.ts).
+if (postgres !== undefined) await sharedExtensions(postgres);
 
 const stopCluster = async () => {
   const running = cluster;

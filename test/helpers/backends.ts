@@ -58,6 +58,23 @@ async function dropSchema(client: pg.Client, schema: string): Promise<void> {
   }
 }
 
+/**
+ * pg_trgm once, in the public schema. Each test database is a schema of one PostgreSQL database, and
+ * an extension belongs to the database: made by the first migration in that test's schema, it
+ * would go with that schema's DROP ... CASCADE, and with it every other schema's search indexes.
+ */
+export async function sharedExtensions(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public');
+  } finally {
+    await client.end();
+  }
+}
+
+let extensions: Promise<void> | undefined;
+
 const postgresql: Backend = {
   name: 'postgresql',
   skip:
@@ -66,6 +83,8 @@ const postgresql: Backend = {
       : false,
   fresh: async () => {
     if (server === undefined) throw new Error('TEST_POSTGRES_REQUIRED=1 but no TEST_DATABASE_URL is set');
+    extensions ??= sharedExtensions(server);
+    await extensions;
     const schema = `test_${randomBytes(6).toString('hex')}`;
     await withAdmin((client) => client.query(`CREATE SCHEMA ${schema}`));
     const url = new URL(server);
