@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { COMMANDS } from '../src/cli/commands.ts';
 import { BACKENDS, type Backend, type Database } from './helpers/backends.ts';
 import { BIN, PACKAGE_BIN, runCli } from './helpers/cli.ts';
+import { readmeExamples } from './helpers/readme-examples.ts';
 import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -436,28 +437,11 @@ describe('restore refuses a damaged backup, before touching the database', () =>
   });
 });
 
-/** The `$ command` / output pairs between the README's command-line example markers. */
-function cliExamples(): Array<{ command: string; expected: string }> {
-  const readme = readFileSync(`${ROOT}README.md`, 'utf8');
-  const block = /<!-- cli-examples:start -->\s*```console\n([\s\S]*?)```\s*<!-- cli-examples:end -->/.exec(readme)?.[1];
-  assert.ok(block, 'README has no command-line examples block');
-  const examples: Array<{ command: string; expected: string }> = [];
-  for (const line of block.trimEnd().split('\n')) {
-    if (line.startsWith('$ ')) examples.push({ command: line.slice(2), expected: '' });
-    else {
-      const last = examples.at(-1);
-      assert.ok(last, `output before any command: ${line}`);
-      last.expected += `${line}\n`;
-    }
-  }
-  return examples;
-}
-
 // The README's examples, run exactly as written in an empty folder (npx user-records is the bin).
 describe('README command-line examples', () => {
   const folder = tempDir('user-records-readme-');
   after(folder.cleanup);
-  const examples = cliExamples();
+  const examples = readmeExamples('cli-examples');
 
   it('show every command', () => {
     const commands = examples.map((example) => example.command).join('\n');

@@ -7,34 +7,13 @@ import type { BenchResults } from '../bench/results.ts';
 import { settingsTable } from '../src/config/help.ts';
 import { serverForSuite } from './helpers/server.ts';
 import { BACKENDS } from './helpers/backends.ts';
-
-interface Example {
-  command: string;
-  expected: string;
-}
-
-/** The `$ command` / output pairs between the README's example markers. */
-function readmeExamples(): Example[] {
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-  const block = /<!-- examples:start -->\s*```console\n([\s\S]*?)```\s*<!-- examples:end -->/.exec(readme)?.[1];
-  assert.ok(block, 'README has no examples block');
-  const examples: Example[] = [];
-  for (const line of block.trimEnd().split('\n')) {
-    if (line.startsWith('$ ')) examples.push({ command: line.slice(2), expected: '' });
-    else {
-      const last = examples.at(-1);
-      assert.ok(last, `output before any command: ${line}`);
-      last.expected += `${line}\n`;
-    }
-  }
-  return examples;
-}
+import { readmeExamples } from './helpers/readme-examples.ts';
 
 // The README's examples, run exactly as written (only the port differs) on an empty database.
 for (const backend of BACKENDS) {
   describe(`README examples [${backend.name}]`, { skip: backend.skip }, () => {
     const server = serverForSuite({}, backend);
-    const examples = readmeExamples();
+    const examples = readmeExamples('examples');
 
     it('has examples for every endpoint', () => {
       const commands = examples.map((example) => example.command).join('\n');

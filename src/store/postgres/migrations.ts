@@ -11,6 +11,20 @@ type PostgresMigration = Migration & { backfill?: (client: PoolClient) => Promis
  * identity column, plain types and CHECK constraints, no triggers or functions of ours. The one
  * extension, pg_trgm (for search), is used only where it can be made; without it search scans.
  */
+/** Sets the folded name and city of these records by the service's own fold(). */
+async function refold(
+  client: PoolClient,
+  rows: ReadonlyArray<{ id: string; name: string; city: string }>,
+): Promise<void> {
+  if (rows.length === 0) return;
+  await client.query(
+    `UPDATE users SET name_folded = f.name_folded, city_folded = f.city_folded
+     FROM unnest($1::bigint[], $2::text[], $3::text[]) AS f(id, name_folded, city_folded)
+     WHERE users.id = f.id`,
+    [rows.map((row) => row.id), rows.map((row) => fold(row.name)), rows.map((row) => fold(row.city))],
+  );
+}
+
 const MIGRATIONS: readonly PostgresMigration[] = [
   {
     version: 1,
@@ -125,12 +139,7 @@ const MIGRATIONS: readonly PostgresMigration[] = [
           [after],
         );
         if (rows.length === 0) return;
-        await client.query(
-          `UPDATE users SET name_folded = f.name_folded, city_folded = f.city_folded
-           FROM unnest($1::bigint[], $2::text[], $3::text[]) AS f(id, name_folded, city_folded)
-           WHERE users.id = f.id`,
-          [rows.map((row) => row.id), rows.map((row) => fold(row.name)), rows.map((row) => fold(row.city))],
-        );
+        await refold(client, rows);
         after = Number(rows.at(-1)?.id);
       }
     },
@@ -157,13 +166,7 @@ const MIGRATIONS: readonly PostgresMigration[] = [
         `SELECT id, name, city FROM users WHERE strpos(name_folded, 'ς') > 0 OR strpos(city_folded, 'ς') > 0
            OR strpos(name, 'ı') > 0 OR strpos(city, 'ı') > 0`,
       );
-      if (rows.length === 0) return;
-      await client.query(
-        `UPDATE users SET name_folded = f.name_folded, city_folded = f.city_folded
-         FROM unnest($1::bigint[], $2::text[], $3::text[]) AS f(id, name_folded, city_folded)
-         WHERE users.id = f.id`,
-        [rows.map((row) => row.id), rows.map((row) => fold(row.name)), rows.map((row) => fold(row.city))],
-      );
+      await refold(client, rows);
     },
   },
 ];
