@@ -1,6 +1,6 @@
 import type { BenchResults } from './results.ts';
 import type { SystemId } from './systems.ts';
-import { short } from './targets.ts';
+import { findRun, short } from './targets.ts';
 import type { WorkloadName } from './workloads.ts';
 
 /** The systems drawn (the price list's servers and the token row are in the tables only). */
@@ -11,7 +11,14 @@ const COLORS: Partial<Record<SystemId, string>> = {
   'json-server': '#d62728',
   sqlite: '#1f77b4',
   postgres: '#2ca02c',
+  'directus-sqlite': '#9467bd',
+  'directus-postgres': '#8c564b',
 };
+/** The service and the peer it is compared with under the legend, database by database. */
+const PEER_PAIRS: Array<[SystemId, SystemId]> = [
+  ['sqlite', 'directus-sqlite'],
+  ['postgres', 'directus-postgres'],
+];
 const PANELS: Array<{ workload: WorkloadName; title: string }> = [
   { workload: 'create', title: 'create (POST /users)' },
   { workload: 'read', title: 'read one (GET /users/:id)' },
@@ -21,11 +28,31 @@ const W = 360;
 const H = 280;
 const PAD = { left: 58, right: 16, top: 34, bottom: 40 };
 const X_TICKS = [1_000, 10_000, 100_000, 1_000_000];
-// Room above the panels for two legend rows.
-const TOP = 50;
+const ROW = 18;
 
 const escape = (text: string) => text.replaceAll('&', '&amp;').replaceAll('<', '&lt;');
 const compact = (n: number) => (n >= 1000 ? `${n / 1000}k` : String(n));
+
+/** One line per database: how many times the peer's rate the service's is, panel by panel, at each record count. */
+function peerRatios(results: BenchResults): string[] {
+  const lines: string[] = [];
+  for (const [mine, peer] of PEER_PAIRS) {
+    const parts = PANELS.flatMap(({ workload }) =>
+      X_TICKS.flatMap((records) => {
+        const a = findRun(results.runs, mine, workload, records);
+        const b = findRun(results.runs, peer, workload, records);
+        if (a === undefined || b === undefined || b.requestsPerSecond === 0) return [];
+        const ratio = a.requestsPerSecond / b.requestsPerSecond;
+        return [`${workload} ${short(records)} ${ratio >= 10 ? ratio.toFixed(0) : ratio.toFixed(1)}×`];
+      }),
+    );
+    if (parts.length > 0) {
+      const name = (system: SystemId) => results.meta.labels[system] ?? system;
+      lines.push(`${name(mine)} ÷ ${name(peer)}: ${parts.join(', ')}`);
+    }
+  }
+  return lines;
+}
 
 /** Throughput against records stored, one log-log panel per workload, one line per system; hand-written SVG. */
 export function throughputChart(results: BenchResults): string {
@@ -36,6 +63,9 @@ export function throughputChart(results: BenchResults): string {
   const y = (rate: number) =>
     H - PAD.bottom - ((Math.log10(Math.max(rate, 10 ** low)) - low) / (high - low)) * (H - PAD.top - PAD.bottom);
   const systems = (Object.keys(results.meta.labels) as SystemId[]).filter((system) => COLORS[system] !== undefined);
+  const ratios = peerRatios(results);
+  // Room above the panels for the legend rows (three entries a row) and the ratio lines.
+  const TOP = 14 + (Math.ceil(systems.length / 3) + ratios.length) * ROW;
   const parts: string[] = [];
 
   PANELS.forEach((panel, index) => {
@@ -84,19 +114,23 @@ export function throughputChart(results: BenchResults): string {
   // Three legend entries a row, one panel's width each.
   const legend = systems.map((system, i) => {
     const lx = 10 + (i % 3) * W;
-    const ly = 16 + Math.floor(i / 3) * 18;
+    const ly = 16 + Math.floor(i / 3) * ROW;
     const dash = system === 'ceiling-a' ? ' stroke-dasharray="6 4"' : '';
     return (
       `<line x1="${lx}" x2="${lx + 22}" y1="${ly}" y2="${ly}" stroke="${COLORS[system]}" stroke-width="2"${dash}/>` +
       `<text x="${lx + 28}" y="${ly + 4}">${escape(results.meta.labels[system] ?? system)}</text>`
     );
   });
+  const ratioLines = ratios.map(
+    (text, i) => `<text x="10" y="${20 + (Math.ceil(systems.length / 3) + i) * ROW}">${escape(text)}</text>`,
+  );
   const width = W * PANELS.length;
   const height = H + TOP;
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`,
     `<rect width="100%" height="100%" fill="white"/>`,
     ...legend,
+    ...ratioLines,
     ...parts,
     '</svg>',
     '',

@@ -12,8 +12,13 @@ export interface FullListing {
   peakFrom: 'VmHWM' | 'VmRSS samples';
 }
 
-/** One `GET /users` read to the end, timing its first byte and watching the server's memory meanwhile. */
-export async function fullListing(url: string, pid: number, timeoutMs = 120_000): Promise<FullListing> {
+/** One listing (`GET /users`, or a peer's `path`) read to the end, timing its first byte and watching the server's memory meanwhile. */
+export async function fullListing(
+  url: string,
+  pid: number,
+  path = '/users',
+  timeoutMs = 120_000,
+): Promise<FullListing> {
   const peakReset = resetPeak(pid);
   let sampled = statusMB(pid, 'VmRSS') ?? 0;
   // Polling catches the peak when VmHWM cannot be reset; 10 ms is far shorter than any listing of 1M records.
@@ -24,7 +29,7 @@ export async function fullListing(url: string, pid: number, timeoutMs = 120_000)
     const t0 = performance.now();
     const { status, ttfbMs, bytes } = await new Promise<{ status: number; ttfbMs: number; bytes: number }>(
       (resolve, reject) => {
-        const request = get(`${url}/users`, { agent: false, timeout: timeoutMs }, (response) => {
+        const request = get(url + path, { agent: false, timeout: timeoutMs }, (response) => {
           const ttfbMs = performance.now() - t0;
           let bytes = 0;
           response.on('data', (chunk: Buffer) => (bytes += chunk.length));

@@ -9,12 +9,13 @@ import { toMarkdown, toText } from './table-format.ts';
 export function printable(results: BenchResults): string {
   const passed = results.targets.filter((t) => t.pass === true).length;
   const failed = results.targets.filter((t) => t.pass === false).length;
+  const prices = priceListTable(results);
   return [
     toText(resultsTable(results)),
     '',
-    'Price list (read one record, the layers added one at a time):',
-    toText(priceListTable(results)),
-    '',
+    ...(prices.rows.length === 0
+      ? []
+      : ['Price list (read one record, the layers added one at a time):', toText(prices), '']),
     ...legend(results),
     '',
     `Targets (${passed} pass, ${failed} fail, ${results.targets.length - passed - failed} not measured):`,
@@ -28,18 +29,22 @@ export function writeResults(results: BenchResults, dir: string, name: string): 
   mkdirSync(dir, { recursive: true });
   const m = results.meta;
   const markdown = [
-    `# user-records benchmark (${m.mode})`,
+    `# user-records benchmark (${m.mode}${m.only === undefined ? '' : `, only ${m.only.join(', ')}`})`,
     '',
     `${m.date}, Node ${m.node}, ${m.cpus} CPUs, ${Math.round(m.totalSeconds)} s in all; commit ${m.commit}${m.clean ? '' : ' with uncommitted changes'}.`,
     '',
     toMarkdown(resultsTable(results)),
     '',
-    '## Price list',
-    '',
-    'Reading one record (`GET /users/:id`), the layers of the request path added one at a time:',
-    '',
-    toMarkdown(priceListTable(results)),
-    '',
+    ...(priceListTable(results).rows.length === 0
+      ? []
+      : [
+          '## Price list',
+          '',
+          'Reading one record (`GET /users/:id`), the layers of the request path added one at a time:',
+          '',
+          toMarkdown(priceListTable(results)),
+          '',
+        ]),
     ...legend(results).map((line) => `- ${line}`),
     '',
     '## Targets',

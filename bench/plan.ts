@@ -1,4 +1,4 @@
-import { LAYER_COUNT, type SystemId } from './systems.ts';
+import { LAYER_COUNT, type PeerId, type SystemId } from './systems.ts';
 import { QUERY_WORKLOADS, type WorkloadName } from './workloads.ts';
 
 /** What to do with one system at one record count; workloads run in this order (writes last). */
@@ -51,8 +51,8 @@ const FULL: Stage[] = [
       { system: 'ceiling-b', workloads: ['list'] },
       { system: 'naive', workloads: EVERYTHING },
       { system: 'json-server', workloads: EVERYTHING },
-      { system: 'sqlite', workloads: ['list', 'read', ...QUERIES, 'mix', 'create', 'healthz'] },
-      { system: 'postgres', workloads: ['list', 'read', ...QUERIES, 'mix', 'create'] },
+      { system: 'sqlite', workloads: ['list', 'page', 'read', ...QUERIES, 'mix', 'create', 'healthz'] },
+      { system: 'postgres', workloads: ['list', 'page', 'read', ...QUERIES, 'mix', 'create'] },
       { system: 'sqlite-tokens', workloads: ['read', 'mix', 'create'] },
       ...PRICE_LIST,
     ],
@@ -92,8 +92,8 @@ const QUICK: Stage[] = [
     steps: [
       { system: 'ceiling-a', workloads: ['read', 'mix', 'create', 'healthz'] },
       { system: 'naive', workloads: ['create'] },
-      { system: 'sqlite', workloads: ['read', ...QUERIES, 'mix', 'create', 'healthz'] },
-      { system: 'postgres', workloads: ['read', ...QUERIES, 'mix', 'create'] },
+      { system: 'sqlite', workloads: ['page', 'read', ...QUERIES, 'mix', 'create', 'healthz'] },
+      { system: 'postgres', workloads: ['page', 'read', ...QUERIES, 'mix', 'create'] },
       { system: 'sqlite-tokens', workloads: ['read', 'create'] },
       ...PRICE_LIST,
     ],
@@ -109,14 +109,50 @@ const QUICK: Stage[] = [
   { records: 1_000_000, steps: forService(['read', ...QUERIES, 'create'], true) },
 ];
 
-export function plan(quick: boolean): { stages: Stage[]; timing: Timing } {
+/**
+ * The peers' steps (bench/peers/), each peer on SQLite and on PostgreSQL, added after the other
+ * systems of a stage: the workloads they have an equivalent of (not the service's queries), at the
+ * record counts the service runs them; at 1M (full run only), start-up, memory, the full listing,
+ * read one and create.
+ */
+function peerSteps(peers: PeerId[], quick: boolean): Map<number, StageStep[]> {
+  const at = (workloads: WorkloadName[], fullListing = false) =>
+    peers.map((system): StageStep => ({ system, workloads, fullListing }));
   return quick
-    ? {
-        stages: QUICK,
-        timing: { warmupMs: 400, durationMs: 1_200, minResponses: 20, maxDurationMs: 2_500, connections: 10 },
-      }
-    : {
-        stages: FULL,
-        timing: { warmupMs: 1_000, durationMs: 3_000, minResponses: 20, maxDurationMs: 10_000, connections: 10 },
-      };
+    ? new Map([
+        [1_000, at(['page', 'read', 'mix', 'create'])],
+        [100_000, at(['list'])],
+      ])
+    : new Map([
+        [1_000, at(['list', 'page', 'read', 'mix', 'create'])],
+        [10_000, at(['list', 'read', 'create'])],
+        [100_000, at(['list', 'read', 'create'])],
+        [1_000_000, at(['read', 'create'], true)],
+      ]);
+}
+
+/**
+ * The stages of a run: the quick or the full plan, the peers' steps added, and, when `only` is
+ * given, only the steps of those systems (a narrowed run, which is never the README's record).
+ */
+export function plan(
+  quick: boolean,
+  peers: PeerId[] = [],
+  only?: readonly SystemId[],
+): { stages: Stage[]; timing: Timing } {
+  const extra = peerSteps(peers, quick);
+  const stages = (quick ? QUICK : FULL)
+    .map((stage) => ({ ...stage, steps: [...stage.steps, ...(extra.get(stage.records) ?? [])] }))
+    .map((stage) => ({
+      ...stage,
+      steps: stage.steps.filter((step) => only === undefined || only.includes(step.system)),
+    }))
+    .filter((stage) => stage.steps.length > 0);
+  return { stages, timing: timing(quick) };
+}
+
+function timing(quick: boolean): Timing {
+  return quick
+    ? { warmupMs: 400, durationMs: 1_200, minResponses: 20, maxDurationMs: 2_500, connections: 10 }
+    : { warmupMs: 1_000, durationMs: 3_000, minResponses: 20, maxDurationMs: 10_000, connections: 10 };
 }

@@ -3,7 +3,7 @@ import { priceListTable, targetLines } from './report.ts';
 import type { BenchResults, RunRecord, StageRecord } from './results.ts';
 import type { SystemId } from './systems.ts';
 import { toMarkdown } from './table-format.ts';
-import { ceilingOf, findRun } from './targets.ts';
+import { ceilingOf, findRun, peerOf } from './targets.ts';
 import { QUERY_WORKLOADS, WORKLOAD_LABELS, type WorkloadName } from './workloads.ts';
 
 const fmt = (n: number | undefined, digits = 0) =>
@@ -28,6 +28,78 @@ function rate(results: BenchResults, system: SystemId, workload: WorkloadName, r
 
 function stageOf(results: BenchResults, system: SystemId, records: number): StageRecord | undefined {
   return results.stages.find((stage) => stage.system === system && stage.records === records);
+}
+
+const PEER_ROWS: Array<[WorkloadName, number]> = [
+  ['create', 1_000],
+  ['read', 1_000],
+  ['mix', 1_000],
+  ['page', 1_000],
+  ['list', 10_000],
+  ['list', 100_000],
+  ['create', 100_000],
+  ['read', 1_000_000],
+  ['create', 1_000_000],
+];
+
+/**
+ * The service beside Directus, each database beside the same database, measured in the same run:
+ * requests/s, and how many times Directus's rate the service's is. Empty when Directus did not run.
+ */
+function directusTable(results: BenchResults): string {
+  const pairs = (
+    [
+      ['sqlite', 'directus-sqlite', 'SQLite'],
+      ['postgres', 'directus-postgres', 'PostgreSQL'],
+    ] as const
+  ).filter(([, peer]) => results.stages.some((stage) => stage.system === peer));
+  if (pairs.length === 0) return '';
+  const label = results.meta.labels['directus-sqlite']?.replace(/ \(.*\)$/, '') ?? 'Directus';
+  const cell = (system: SystemId, workload: WorkloadName, records: number) => {
+    const run = findRun(results.runs, system, workload, records);
+    return run === undefined ? '' : `${fmt(run.requestsPerSecond)}/s`;
+  };
+  const times = (system: SystemId, workload: WorkloadName, records: number) => {
+    const run = findRun(results.runs, system, workload, records);
+    const peer = run === undefined ? undefined : peerOf(results.runs, run, 'directus');
+    return run === undefined || peer === undefined ? '' : x(run.requestsPerSecond / peer.requestsPerSecond);
+  };
+  const atRest = (system: SystemId) => {
+    const stage = stageOf(results, system, 1_000_000);
+    return stage?.startupMs === undefined ? '' : `${fmt(stage.startupMs / 1000, 2)} s, ${fmt(stage.rssAtRestMB)} MB`;
+  };
+  const listing = (system: SystemId) => {
+    const full = stageOf(results, system, 1_000_000)?.fullListing;
+    return full === undefined ? '' : `${fmt(full.ttfbMs, 1)} ms, ${fmt(full.peakRssMB)} MB`;
+  };
+  const rows = PEER_ROWS.filter(([workload, records]) =>
+    pairs.some(([, peer]) => findRun(results.runs, peer, workload, records) !== undefined),
+  ).map(([workload, records]) => [
+    `${WORKLOAD_LABELS[workload]}, ${records >= 1_000_000 ? `${records / 1_000_000}M` : `${records / 1_000}k`} records`,
+    ...pairs.flatMap(([mine, peer]) => [
+      cell(mine, workload, records),
+      cell(peer, workload, records),
+      times(mine, workload, records),
+    ]),
+  ]);
+  for (const [title, value] of [
+    ['1M records: start-up, memory at rest', atRest],
+    ['1M records: full listing, first byte, peak memory', listing],
+  ] as const) {
+    if (pairs.some(([, peer]) => value(peer) !== ''))
+      rows.push([title, ...pairs.flatMap(([mine, peer]) => [value(mine), value(peer), ''])]);
+  }
+  const table = {
+    header: ['', ...pairs.flatMap(([, , db]) => [`user-records ${db}`, `${label} ${db}`, `× ${label.split(' ')[0]}`])],
+    right: [false, ...pairs.flatMap(() => [true, true, true])],
+    rows,
+  };
+  return [
+    `${label} in the same run, on the same databases, through its own API (\`/items/users\` with \`fields=name,age,city\`, creates and reads with its static admin token; caching and rate limiting off, log level \`warn\`, 10 s of untimed load after each start; see [docs/comparison.md](docs/comparison.md)). × is the service's rate over ${label.split(' ')[0]}'s:`,
+    '',
+    toMarkdown(table),
+    '',
+  ].join('\n');
 }
 
 /**
@@ -107,6 +179,7 @@ export function performanceSection(results: BenchResults): string {
       ? ''
       : `\`GET /healthz\`: ${fmt(healthz.requestsPerSecond)}/s (${x(healthz.requestsPerSecond / ceilingHealthz.requestsPerSecond)} ceiling A).`,
     '',
+    ...(directusTable(results) === '' ? [] : [directusTable(results)]),
     'The queries of `GET /users` (10 connections; the count of one city at 1):',
     '',
     toMarkdown(queries),

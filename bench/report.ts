@@ -1,6 +1,6 @@
 import type { BenchResults, RunRecord, StageRecord, TargetResult } from './results.ts';
 import type { Table } from './table-format.ts';
-import { GENERATOR_BOUND, ceilingOf, findRun, short } from './targets.ts';
+import { GENERATOR_BOUND, ceilingOf, findRun, peerOf, short } from './targets.ts';
 import { WORKLOAD_LABELS } from './workloads.ts';
 
 const fmt = (n: number | undefined, digits = 0) =>
@@ -25,13 +25,13 @@ function stageRows(results: BenchResults, stage: StageRecord, label: string): st
   const rows: string[][] = [];
   const restTargets = verdicts(results.targets, { ...stage, measure: 'at rest' });
   const rest = `start-up ${fmt(stage.startupMs)} ms, RSS ${fmt(stage.rssAtRestMB)} MB`;
-  rows.push([label, short(stage.records), 'at rest', rest, '', '', '', '', '', '', '', '', restTargets]);
+  rows.push([label, short(stage.records), 'at rest', rest, '', '', '', '', '', '', '', '', '', restTargets]);
   const listing = stage.fullListing;
   if (listing !== undefined) {
     const text = `TTFB ${ms(listing.ttfbMs)} ms, all ${fmt(listing.totalMs)} ms, ${fmt(listing.bytes / 1e6, 1)} MB, peak RSS ${fmt(listing.peakRssMB)} MB`;
     const status = listing.status === 200 ? '0' : `${listing.status}`;
     const tags = verdicts(results.targets, { ...stage, measure: 'full listing' });
-    rows.push([label, short(stage.records), 'full listing', text, '', '', '', status, '', '', '', '', tags]);
+    rows.push([label, short(stage.records), 'full listing', text, '', '', '', status, '', '', '', '', '', tags]);
   }
   for (const run of results.runs.filter((r) => r.system === stage.system && r.records === stage.records)) {
     const bound = run.generatorCpu >= GENERATOR_BOUND ? ' !' : '';
@@ -48,6 +48,7 @@ function stageRows(results: BenchResults, stage: StageRecord, label: string): st
       ratio(run, ceilingOf(results.runs, run)),
       ratio(run, findRun(results.runs, 'naive', run.workload, run.records)),
       ratio(run, findRun(results.runs, 'json-server', run.workload, run.records)),
+      ratio(run, peerOf(results.runs, run, 'directus')),
       verdicts(results.targets, { system: run.system, records: run.records, measure: run.workload }),
     ]);
   }
@@ -57,7 +58,7 @@ function stageRows(results: BenchResults, stage: StageRecord, label: string): st
       short(stage.records),
       'PROBLEM',
       stage.problems.join('; ').replaceAll('\n', ' '),
-      ...Array<string>(9).fill(''),
+      ...Array<string>(10).fill(''),
     ]);
   }
   return rows;
@@ -66,7 +67,7 @@ function stageRows(results: BenchResults, stage: StageRecord, label: string): st
 /** The one results table: every system at every record count, its runs, ratios and targets side by side. */
 export function resultsTable(results: BenchResults): Table {
   const header = ['system', 'records', 'measure', 'result', 'p50 ms', 'p99 ms', 'errors', 'non-2xx'];
-  header.push('CPU srv/gen/other', '× ceiling', '× naive', '× json-server', 'targets');
+  header.push('CPU srv/gen/other', '× ceiling', '× naive', '× json-server', '× Directus', 'targets');
   const rows: string[][] = [];
   const order = Object.keys(results.meta.labels);
   const stages = [...results.stages].sort(
@@ -74,7 +75,8 @@ export function resultsTable(results: BenchResults): Table {
   );
   for (const stage of stages.filter((row) => !isLayer(row.system)))
     rows.push(...stageRows(results, stage, results.meta.labels[stage.system] ?? stage.system));
-  return { header, right: [false, true, false, true, true, true, true, true, true, true, true, true, false], rows };
+  const right = [false, true, false, true, true, true, true, true, true, true, true, true, true, false];
+  return { header, right, rows };
 }
 
 const isLayer = (system: string) => system.startsWith('layer-');
@@ -137,8 +139,8 @@ export function legend(results: BenchResults): string[] {
   const m = results.meta;
   return [
     `Each run: ${m.connections} connections, ${m.warmupMs / 1000} s warm-up then ${m.durationMs / 1000} s measured (up to ${m.maxDurationMs / 1000} s until ${m.minResponses} answers for slow ones); req/s and latency from the measured window, errors and non-2xx over the whole run.`,
-    `× ceiling: against ceiling B (same records) for "list all", ceiling A otherwise; × naive / × json-server: same workload, same records, this run.`,
+    `× ceiling: against ceiling B (same records) for "list all", ceiling A otherwise; × naive / × json-server: same workload, same records, this run; × Directus: against Directus on the same database (SQLite for the systems without one), same workload, same records, this run (Directus's own requests: bench/peers/directus/NOTES.md).`,
     `CPU srv/gen/other: share of one core used in the window by the server (+ its PostgreSQL processes), by the load generator (this process) and by every other process on the machine; "!" marks a generator at ≥${GENERATOR_BOUND * 100}%, where the generator may be the limit; a high "other" means the figures were disturbed, and "↻" a run repeated for that reason (the calmer one is shown).`,
-    `${m.service}; ${m.pinning}. MB = 10^6 bytes (VmRSS/VmHWM from /proc). Start-up: spawn to the first 200 on /healthz (json-server: /users?_limit=1).`,
+    `${m.service}; ${m.pinning}. MB = 10^6 bytes (VmRSS/VmHWM from /proc). Start-up: spawn to the first 200 on /healthz (json-server: /users?_limit=1; Directus: /items/users?fields=id&limit=1).`,
   ];
 }

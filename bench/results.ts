@@ -43,6 +43,8 @@ export interface BenchResults {
     commit: string;
     clean: boolean;
     mode: 'quick' | 'full';
+    /** The systems of a narrowed run (`--only`); such a run is never the README's record. */
+    only?: string[];
     node: string;
     cpus: number;
     pinning: string;

@@ -6,29 +6,47 @@ import { parseArgs } from 'node:util';
 import { killStarted } from './child-server.ts';
 import { pinCpus } from './cpu-pinning.ts';
 import { printable, writeResults } from './output.ts';
+import { type PeerChoice, peerSystems, preparePeers } from './peers.ts';
 import { writeReadme } from './readme-section.ts';
 import { plan } from './plan.ts';
 import { type PostgresCluster, startPostgres } from './postgres.ts';
 import type { BenchResults, RunRecord, StageRecord } from './results.ts';
 import { runStage } from './stage.ts';
 import { buildService } from './service-build.ts';
-import { systems } from './systems.ts';
+import { type PeerId, type SystemId, systems } from './systems.ts';
 import { evaluateTargets, short } from './targets.ts';
 
-// npm run bench [-- --quick] [-- --no-pin]: starts every system in turn on 127.0.0.1, loads it with
-// autocannon from this process, prints one table with ratios and PASS/FAIL per target, and writes
-// bench/results/latest.json, latest.md and throughput.svg. Temp data lives in a mkdtemp dir, removed at the end.
+// npm run bench [-- --quick] [-- --no-pin] [-- --peers directus|none] [-- --only a,b --name NAME]:
+// starts every system in turn on 127.0.0.1, loads it with autocannon from this process, prints one
+// table with ratios and PASS/FAIL per target, and writes bench/results/latest.json, latest.md and
+// throughput.svg. `--peers directus` adds Directus (installed on first use into bench/peers/directus);
+// without --peers it joins when already installed. `--only` runs only the named systems (ids as in
+// systems.ts) and writes bench/results/<NAME>.* (default `partial`), never latest.* or the README.
+// Temp data lives in a mkdtemp dir, removed at the end.
 const ROOT = new URL('..', import.meta.url).pathname;
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
 const { values: flags } = parseArgs({
-  options: { quick: { type: 'boolean', default: false }, 'no-pin': { type: 'boolean', default: false } },
+  options: {
+    quick: { type: 'boolean', default: false },
+    'no-pin': { type: 'boolean', default: false },
+    peers: { type: 'string' },
+    only: { type: 'string' },
+    name: { type: 'string' },
+  },
 });
 const quick = flags.quick === true;
-const { stages, timing } = plan(quick);
+const peerChoice: PeerChoice = flags.peers === undefined ? 'installed' : flags.peers === 'none' ? 'none' : 'directus';
+if (flags.peers !== undefined && !['directus', 'none'].includes(flags.peers)) {
+  process.stderr.write(`bench: --peers takes directus or none, got ${JSON.stringify(flags.peers)}\n`);
+  process.exit(2);
+}
+const only = flags.only?.split(',').map((id) => id.trim()) as SystemId[] | undefined;
+const outputName = only === undefined ? (quick ? 'quick' : 'latest') : (flags.name ?? 'partial');
 // Far above a normal run (about 4 min quick, 9 to 10 min full, on 2 cores): only a hung system, or
 // a machine busy with much else, can reach it.
-const DEADLINE_MS = (quick ? 20 : 40) * 60_000;
+// Directus adds about 5 min to a full run (10 more on its first run, which installs it).
+const DEADLINE_MS = (quick ? 20 : 40) * 60_000 + (peerChoice === 'none' ? 0 : 20 * 60_000);
 
 const workDir = mkdtempSync(join(tmpdir(), 'user-records-bench-'));
 let cluster: PostgresCluster | undefined;
@@ -81,10 +99,18 @@ async function main(): Promise<void> {
   const service = buildService(ROOT, workDir);
   log(service.note);
   const pgUrl = await postgresUrl(skipped);
+  // Before pinning: the first run installs Directus, whose native builds should have every core.
+  const peers = await preparePeers(peerChoice, log, skipped, ROOT);
   for (const line of skipped) log(`skipped: ${line}`);
   const pinning = pinCpus(flags['no-pin'] !== true);
   log(pinning.note);
-  const specs = systems(ROOT, service, pgUrl);
+  const peerSpecs = peerSystems(peers, ROOT, pgUrl);
+  const specs = [...systems(ROOT, service, pgUrl), ...peerSpecs];
+  const { stages, timing } = plan(
+    quick,
+    peerSpecs.map((spec) => spec.id as PeerId),
+    only,
+  );
   const runs: RunRecord[] = [];
   const stageRecords: StageRecord[] = [];
   for (const stage of stages) {
@@ -110,6 +136,7 @@ async function main(): Promise<void> {
       commit,
       clean,
       mode: quick ? 'quick' : 'full',
+      ...(only === undefined ? {} : { only }),
       node: process.version,
       cpus: cpus().length, // the machine's, not this pinned process's
       pinning: pinning.note,
@@ -123,9 +150,9 @@ async function main(): Promise<void> {
     skipped,
     targets: evaluateTargets(runs, stageRecords),
   };
-  // Only a full run is the record: it rewrites the results and the README's figures.
-  const files = writeResults(results, join(ROOT, 'bench/results'), quick ? 'quick' : 'latest');
-  if (!quick) {
+  // Only a full run of every system is the record: it rewrites the results and the README's figures.
+  const files = writeResults(results, join(ROOT, 'bench/results'), outputName);
+  if (outputName === 'latest') {
     writeReadme(join(ROOT, 'README.md'), results);
     files.push(join(ROOT, 'README.md'));
   }

@@ -10,7 +10,7 @@ import { statusMB, waitIdle } from './proc-stats.ts';
 import type { RunRecord, StageRecord } from './results.ts';
 import { listingBody, listingLength } from './seed-data.ts';
 import type { SystemSpec } from './systems.ts';
-import { WORKLOAD_CONNECTIONS, workloadRequests } from './workloads.ts';
+import { WORKLOAD_CONNECTIONS, type WorkloadName, workloadRequests } from './workloads.ts';
 
 export interface StageContext {
   workDir: string;
@@ -60,7 +60,10 @@ export async function runStage(
   const runs: RunRecord[] = [];
   const port = await freePort();
   const launch = await spec.prepare(records, dir, port);
-  const server = await startChild(launch, port, context.pinning.serverPrefix);
+  const server = await startChild(launch, port, context.pinning.serverPrefix, spec.startTimeoutMs);
+  const requests = (workload: WorkloadName) =>
+    spec.requests?.(workload, records) ?? workloadRequests(workload, records, spec.createStyle);
+  const listPath = spec.listPath ?? '/users';
   try {
     stage.startupMs = server.startupMs;
     await waitIdle(server.pid, 3_000);
@@ -68,11 +71,11 @@ export async function runStage(
     context.log(`  started in ${fmt(server.startupMs)} ms, RSS at rest ${fmt(stage.rssAtRestMB ?? Number.NaN)} MB`);
 
     if (spec.contractListing && records <= 10_000) {
-      const body = await fetchBody(`${server.url}/users`, spec.headers);
-      if (!body.equals(listingBody(records))) stage.problems.push(`GET /users differs from the seeded records`);
+      const body = await fetchBody(server.url + listPath, spec.headers);
+      if (!body.equals(listingBody(records))) stage.problems.push(`GET ${listPath} differs from the seeded records`);
     }
     if (step.fullListing === true) {
-      const listing = await fullListing(server.url, server.pid);
+      const listing = await fullListing(server.url, server.pid, listPath);
       const expectedBytes = spec.contractListing ? listingLength(records) : undefined;
       stage.fullListing = { ...listing, expectedBytes };
       if (listing.status !== 200) stage.problems.push(`full listing answered ${listing.status}`);
@@ -84,15 +87,30 @@ export async function runStage(
           `${fmt(listing.bytes / 1e6, 1)} MB, peak RSS ${fmt(listing.peakRssMB ?? Number.NaN)} MB`,
       );
     }
+    if (spec.serverWarmupMs !== undefined && step.workloads.length > 0) {
+      const warm = await runLoad({
+        url: server.url,
+        requests: () => requests('read'),
+        headers: spec.headers,
+        ...context.timing,
+        warmupMs: 0,
+        durationMs: spec.serverWarmupMs,
+        maxDurationMs: spec.serverWarmupMs,
+        pid: server.pid,
+      });
+      context.log(
+        `  warm-up: ${fmt(spec.serverWarmupMs / 1000)} s of read one, not counted (${fmt(warm.requestsPerSecond)} req/s)`,
+      );
+    }
     for (const workload of step.workloads) {
       // Slow answers still being computed from the previous run would otherwise eat into this one.
       await waitIdle(server.pid);
       // A listing is measured warm: one request first builds whatever a system keeps between requests.
-      if (workload === 'list') await fetchBody(`${server.url}/users`, spec.headers);
+      if (workload === 'list') await fetchBody(server.url + listPath, spec.headers);
       const result = await measure(() =>
         runLoad({
           url: server.url,
-          requests: () => workloadRequests(workload, records, spec.createStyle),
+          requests: () => requests(workload),
           headers: spec.headers,
           ...context.timing,
           connections: WORKLOAD_CONNECTIONS[workload] ?? context.timing.connections,

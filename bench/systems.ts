@@ -1,22 +1,36 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import type { Request } from 'autocannon';
 import type { Launch } from './child-server.ts';
 import { LAYERS } from './layers.ts';
 import { postgresPids, seedPostgres } from './postgres.ts';
 import { seedJsonServer, seedSqlite } from './seed-files.ts';
 import type { ServiceEntry } from './service-build.ts';
-import type { CreateStyle } from './workloads.ts';
+import type { CreateStyle, WorkloadName } from './workloads.ts';
 
 export type LayerId = 'layer-1' | 'layer-2' | 'layer-3' | 'layer-4' | 'layer-5' | 'layer-6' | 'layer-7';
+/** The products measured beside the service (bench/peers/), each on SQLite and on PostgreSQL. */
+export type PeerId = 'directus-sqlite' | 'directus-postgres';
 export type SystemId =
-  'ceiling-a' | 'ceiling-b' | 'naive' | 'json-server' | 'sqlite' | 'sqlite-tokens' | 'postgres' | LayerId;
+  'ceiling-a' | 'ceiling-b' | 'naive' | 'json-server' | 'sqlite' | 'sqlite-tokens' | 'postgres' | LayerId | PeerId;
 
 export interface SystemSpec {
   id: SystemId;
   label: string;
   createStyle: CreateStyle;
-  /** Whether `GET /users` answers exactly the contract's bytes (json-server pretty-prints and adds ids). */
+  /** Whether the listing (`listPath`) answers exactly the contract's bytes (json-server pretty-prints and adds ids). */
   contractListing: boolean;
+  /** The path that lists every record, `/users` unless the system has its own (a peer's API). */
+  listPath?: string;
+  /** A peer's own requests for a workload, in place of the contract's (workloadRequests). */
+  requests?(workload: WorkloadName, records: number): Request[];
+  /** How long a start may take before it counts as failed (60 s unless said). */
+  startTimeoutMs?: number;
+  /**
+   * Untimed load of `read` run once after each start, for a system whose first seconds of load run
+   * well below its plateau (JIT warm-up of a large code base); each workload keeps its own warm-up too.
+   */
+  serverWarmupMs?: number;
   /** Processes outside the server that do its work (PostgreSQL), counted as its database CPU. */
   helperPids?: () => number[];
   /** Headers every request carries (a bearer token). */

@@ -23,6 +23,16 @@ export function ceilingOf(runs: RunRecord[], run: RunRecord): RunRecord | undefi
     : findRun(runs, 'ceiling-a', run.workload, run.records);
 }
 
+/**
+ * The run of a peer (bench/peers/) a run is compared with: the peer on the same database, SQLite
+ * for the systems that have none; none for the peer's own runs.
+ */
+export function peerOf(runs: RunRecord[], run: RunRecord, peer: 'directus'): RunRecord | undefined {
+  if (run.system.startsWith(`${peer}-`)) return undefined;
+  const system = run.system === 'postgres' ? (`${peer}-postgres` as const) : (`${peer}-sqlite` as const);
+  return findRun(runs, system, run.workload, run.records);
+}
+
 const faults = (run: RunRecord) => run.errors + run.non2xx;
 const x = (ratio: number) => `${ratio >= 10 ? ratio.toFixed(0) : ratio.toFixed(2)}×`;
 

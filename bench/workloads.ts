@@ -18,11 +18,12 @@ export const QUERY_WORKLOADS = [
 ] as const;
 export type QueryWorkload = (typeof QUERY_WORKLOADS)[number];
 
-export type WorkloadName = 'create' | 'list' | 'read' | 'mix' | 'healthz' | QueryWorkload | 'count-city';
+export type WorkloadName = 'create' | 'list' | 'page' | 'read' | 'mix' | 'healthz' | QueryWorkload | 'count-city';
 
 export const WORKLOAD_LABELS: Record<WorkloadName, string> = {
   create: 'create',
   list: 'list all',
+  page: 'page of 100',
   read: 'read one',
   mix: '90/10 read/write',
   healthz: 'GET /healthz',
@@ -103,6 +104,9 @@ export function workloadRequests(workload: WorkloadName, records: number, style:
   switch (workload) {
     case 'list':
       return [{ method: 'GET', path: '/users' }];
+    case 'page':
+      // The first 100 in creation order: the page a peer's listing answers by default (Directus's limit).
+      return [{ method: 'GET', path: '/users?limit=100' }];
     case 'healthz':
       return [{ method: 'GET', path: '/healthz' }];
     case 'create':
