@@ -37,6 +37,11 @@ function memoryStore(): UserStore {
     createOnce: unused,
     update: unused,
     remove: unused,
+    changes: unused,
+    watch: () => () => undefined,
+    claimHook: unused,
+    advanceHook: unused,
+    releaseHook: unused,
   };
 }
 

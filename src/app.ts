@@ -1,4 +1,7 @@
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import { ChangeFeed } from './changes/feed.ts';
+import { registerEventStream } from './changes/stream.ts';
+import { WebhookDeliveries } from './changes/webhooks.ts';
 import type { Config } from './config/load.ts';
 import { authenticator } from './http/auth.ts';
 import { registerBodyParsers } from './http/body-parsers.ts';
@@ -49,6 +52,11 @@ export type AppConfig = Pick<
   | 'corsOrigins'
   | 'trustedProxies'
   | 'allowedHosts'
+  | 'maxSubscribers'
+  | 'eventsHeartbeatMs'
+  | 'webhookUrls'
+  | 'webhookSecret'
+  | 'webhookTimeoutMs'
 >;
 
 /** The whole service, ready for requests; tests and the server build it the same way. */
@@ -126,6 +134,25 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   await registerDocs(app, config.tokens.length > 0);
   const store = withMetrics ? metrics.store : deps.store;
   registerHealthRoutes(app, store);
+  const streams = registerEventStream(app, store, new ChangeFeed(store), {
+    maxSubscribers: config.maxSubscribers,
+    heartbeatMs: config.eventsHeartbeatMs,
+    sent: metrics.changes.sent,
+  });
+  metrics.changes.countSubscribers(streams.open);
   registerUserRoutes(app, store, config.listingCacheMb * 1024 * 1024);
+  if (config.webhookUrls.length > 0 && config.webhookSecret !== undefined) {
+    const webhooks = new WebhookDeliveries(
+      store,
+      { urls: config.webhookUrls, secret: config.webhookSecret, timeoutMs: config.webhookTimeoutMs },
+      app.log,
+      metrics.changes.webhooks,
+    );
+    app.addHook('onReady', (done) => {
+      webhooks.start();
+      done();
+    });
+    app.addHook('onClose', async () => webhooks.stop());
+  }
   return app;
 }

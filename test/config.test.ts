@@ -28,6 +28,12 @@ const DEFAULTS: Config = {
   corsOrigins: [],
   trustedProxies: [],
   allowedHosts: [],
+  changesRetentionMs: 7 * 86_400_000,
+  maxSubscribers: 1000,
+  eventsHeartbeatMs: 15_000,
+  webhookUrls: [],
+  webhookSecret: undefined,
+  webhookTimeoutMs: 10_000,
 };
 
 const scratch = tempDir('user-records-config-');

@@ -70,13 +70,13 @@ export async function importCommand(config: Config, options: ImportOptions): Pro
       throw new CommandFailed(`cannot read ${options.file}: ${(error as Error).message}`);
     }
   }
-  const input = stdin ? process.stdin : createReadStream(options.file, { highWaterMark: 256 * 1024 });
+  const input = stdin ? process.stdin : createReadStream(options.file, { highWaterMark: 16 * 1024 });
   const seen = { bytes: 0 };
   const text = utf8Text(counted(input, seen));
   const rejectsPath = options.rejects ?? (stdin ? `rejects.${format}` : `${options.file}.rejects.${format}`);
   const rejectsOutput = options.skipInvalid ? openOutput(rejectsPath) : undefined;
   const rejects = rejectsOutput === undefined ? undefined : new RejectsWriter(rejectsOutput.stream, format);
-  const rows: AsyncGenerator<Row> =
+  const batches: AsyncGenerator<Row[]> =
     format === 'csv'
       ? csvRows(text, (header) => rejects?.header(header))
       : format === 'json'
@@ -108,28 +108,30 @@ export async function importCommand(config: Config, options: ImportOptions): Pro
   let listed = 0;
   let committed = false;
   try {
-    for await (const row of rows) {
-      const checked = row.fields === undefined ? undefined : checkRecord(row.fields);
-      if (checked?.ok === true) {
-        good++;
-        if (bad === 0 || options.skipInvalid) {
-          batch.push(checked.input);
-          if (batch.length >= BATCH) {
-            await send(batch);
-            batch = [];
+    for await (const rows of batches) {
+      for (const row of rows) {
+        const checked = row.fields === undefined ? undefined : checkRecord(row.fields);
+        if (checked?.ok === true) {
+          good++;
+          if (bad === 0 || options.skipInvalid) {
+            batch.push(checked.input);
+            if (batch.length >= BATCH) {
+              await send(batch);
+              batch = [];
+            }
+          }
+        } else {
+          bad++;
+          rejects?.write(row);
+          if (listed < options.maxErrors) {
+            listed++;
+            const faults =
+              checked?.ok === false ? checked.errors : [{ parameter: 'row', detail: row.fault ?? 'is not a record' }];
+            for (const fault of faults) say(`${name} line ${row.line}: ${fault.parameter} ${fault.detail}`);
           }
         }
-      } else {
-        bad++;
-        rejects?.write(row);
-        if (listed < options.maxErrors) {
-          listed++;
-          const faults =
-            checked?.ok === false ? checked.errors : [{ parameter: 'row', detail: row.fault ?? 'is not a record' }];
-          for (const fault of faults) say(`${name} line ${row.line}: ${fault.parameter} ${fault.detail}`);
-        }
       }
-      if ((good + bad) % BATCH === 0) progress.update(good + bad, seen.bytes);
+      progress.update(good + bad, seen.bytes);
     }
     progress.update(good + bad, seen.bytes);
     progress.stop();

@@ -1,7 +1,6 @@
 import type { Writable } from 'node:stream';
-import { pipeline, Readable } from 'node:stream';
-import { parse } from 'csv-parse';
 import { stringify } from 'csv-stringify/sync';
+import { CsvSyntaxError, csvRecords } from './csv-records.ts';
 
 /** The formats a file of records may be in. */
 export const FORMATS = ['csv', 'json', 'ndjson'] as const;
@@ -68,8 +67,8 @@ function countLines(text: string): number {
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** NDJSON: one JSON object a line; blank lines skipped. */
-export async function* ndjsonRows(text: AsyncIterable<string>): AsyncGenerator<Row> {
+/** NDJSON: one JSON object a line; blank lines skipped. A batch of rows per chunk. */
+export async function* ndjsonRows(text: AsyncIterable<string>): AsyncGenerator<Row[]> {
   let carry = '';
   let line = 0;
   const row = (raw: string): Row | undefined => {
@@ -88,20 +87,23 @@ export async function* ndjsonRows(text: AsyncIterable<string>): AsyncGenerator<R
   for await (const chunk of text) {
     const parts = (carry + chunk).split('\n');
     carry = parts.pop() ?? '';
+    const rows: Row[] = [];
     for (const part of parts) {
       const next = row(part);
-      if (next !== undefined) yield next;
+      if (next !== undefined) rows.push(next);
     }
+    if (rows.length > 0) yield rows;
   }
   const last = row(carry);
-  if (last !== undefined) yield last;
+  if (last !== undefined) yield [last];
 }
 
 /**
  * JSON: `{"data":[...]}` as `GET /users` answers, or a bare array, read element by element (never
  * the whole file at once). Each element is parsed alone; the structure around them must be sound.
+ * A batch of rows per chunk.
  */
-export async function* jsonRows(text: AsyncIterable<string>): AsyncGenerator<Row> {
+export async function* jsonRows(text: AsyncIterable<string>): AsyncGenerator<Row[]> {
   let state: 'before' | 'envelope' | 'between' | 'element' | 'after' | 'done' = 'before';
   let line = 1;
   let envelope = '';
@@ -129,6 +131,7 @@ export async function* jsonRows(text: AsyncIterable<string>): AsyncGenerator<Row
   for await (let chunk of text) {
     if (state === 'before' && line === 1 && chunk.startsWith('\uFEFF')) chunk = chunk.slice(1);
     let start = state === 'element' ? 0 : -1;
+    const rows: Row[] = [];
     for (let i = 0; i < chunk.length; i++) {
       const c = chunk[i] as string;
       if (c === '\n') line++;
@@ -144,7 +147,7 @@ export async function* jsonRows(text: AsyncIterable<string>): AsyncGenerator<Row
         else if ((c === '}' || c === ']') && depth > 0) depth--;
         else if (depth === 0 && (c === ',' || c === ']')) {
           element += chunk.slice(start, i);
-          yield finish();
+          rows.push(finish());
           if (c === ',') expectComma = false;
           else state = 'after';
         }
@@ -193,6 +196,7 @@ export async function* jsonRows(text: AsyncIterable<string>): AsyncGenerator<Row
       }
     }
     if (state === 'element') element += chunk.slice(start);
+    if (rows.length > 0) yield rows;
   }
   const end: string = state;
   if (end === 'element' || end === 'between' || end === 'before' || end === 'envelope')
@@ -202,56 +206,51 @@ export async function* jsonRows(text: AsyncIterable<string>): AsyncGenerator<Row
 
 const COLUMNS = ['name', 'age', 'city'];
 
-/** CSV with a header row (RFC 4180 quoting, optional BOM, CRLF or LF); empty lines skipped. */
-export async function* csvRows(text: AsyncIterable<string>, onHeader: (header: string[]) => void): AsyncGenerator<Row> {
-  const parser = parse({ bom: true, skip_empty_lines: true, relax_column_count: true, info: true, raw: true });
-  // A fault of the text (invalid UTF-8) ends the parser with it, so the loop below throws it.
-  pipeline(Readable.from(text), parser, () => undefined);
+/** CSV with a header row (RFC 4180 quoting, optional BOM, CRLF or LF); empty lines skipped. A batch of rows per chunk. */
+export async function* csvRows(text: AsyncIterable<string>, onHeader: (header: string[]) => void): AsyncGenerator<Row[]> {
   let header: string[] | undefined;
   try {
-    for await (const { record, info: end, raw } of parser as AsyncIterable<{
-      record: string[];
-      info: { lines: number };
-      raw: string;
-    }>) {
-      // The line a record starts on (a quoted field may hold line breaks).
-      const info = { lines: end.lines - countLines(raw.replace(/\r?\n$/, '')) };
-      // A line of only spaces is an empty line too.
-      if (record.length === 1 && (record[0] ?? '').trim() === '') continue;
-      if (header === undefined) {
-        header = record.map((name) => name.trim());
-        const unknown = header.filter((name) => !COLUMNS.includes(name));
-        const missing = COLUMNS.filter((name) => !header?.includes(name));
-        const twice = header.filter((name, i) => header?.indexOf(name) !== i);
-        const faults = [
-          unknown.length > 0 ? `unknown columns: ${unknown.join(', ')}` : '',
-          missing.length > 0 ? `missing columns: ${missing.join(', ')}` : '',
-          twice.length > 0 ? `columns named twice: ${twice.join(', ')}` : '',
-        ].filter((fault) => fault !== '');
-        if (faults.length > 0)
-          throw new FileFault(info.lines, `header: ${faults.join('; ')} (it needs name, age and city, in any order)`);
-        onHeader(header);
-        continue;
+    for await (const records of csvRecords(text)) {
+      const rows: Row[] = [];
+      for (const { fields: record, line } of records) {
+        // An empty line, or one of only spaces.
+        if (record.length === 1 && (record[0] as string).trim() === '') continue;
+        if (header === undefined) {
+          header = checkHeader(record, line);
+          onHeader(header);
+          continue;
+        }
+        if (record.length !== header.length) {
+          rows.push({ line, fields: undefined, fault: `has ${record.length} fields, the header ${header.length}`, raw: record });
+          continue;
+        }
+        const fields: Record<string, unknown> = {};
+        for (let i = 0; i < header.length; i++) fields[header[i] as string] = record[i];
+        rows.push({ line, fields, raw: record });
       }
-      if (record.length !== header.length) {
-        yield {
-          line: info.lines,
-          fields: undefined,
-          fault: `has ${record.length} fields, the header ${header.length}`,
-          raw: record,
-        };
-        continue;
-      }
-      const fields: Record<string, unknown> = {};
-      header.forEach((name, i) => (fields[name] = record[i]));
-      yield { line: info.lines, fields, raw: record };
+      if (rows.length > 0) yield rows;
     }
   } catch (error) {
-    if (error instanceof FileFault) throw error;
-    const where = (error as { lines?: number }).lines ?? 0;
-    throw new FileFault(where, `is not valid CSV: ${(error as Error).message.replace(/^Invalid Record Length: /, '')}`);
+    if (error instanceof CsvSyntaxError) throw new FileFault(error.line, `is not valid CSV: ${error.message}`);
+    throw error;
   }
   if (header === undefined) throw new FileFault(1, 'has no header row (name,age,city)');
+}
+
+/** The header's names, trimmed; unknown, missing or repeated columns are a fault of the file. */
+function checkHeader(record: string[], line: number): string[] {
+  const header = record.map((name) => name.trim());
+  const unknown = header.filter((name) => !COLUMNS.includes(name));
+  const missing = COLUMNS.filter((name) => !header.includes(name));
+  const twice = header.filter((name, i) => header.indexOf(name) !== i);
+  const faults = [
+    unknown.length > 0 ? `unknown columns: ${unknown.join(', ')}` : '',
+    missing.length > 0 ? `missing columns: ${missing.join(', ')}` : '',
+    twice.length > 0 ? `columns named twice: ${twice.join(', ')}` : '',
+  ].filter((fault) => fault !== '');
+  if (faults.length > 0)
+    throw new FileFault(line, `header: ${faults.join('; ')} (it needs name, age and city, in any order)`);
+  return header;
 }
 
 /** Where rejected rows go with --skip-invalid: a file of the input's format, of those rows as they were. */

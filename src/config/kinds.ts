@@ -59,3 +59,20 @@ export function text<T = string>(
 ): Kind<T> {
   return { rule, listed: false, parse: convert };
 }
+
+const DURATION = /^([0-9]{1,9})(ms|s|m|h|d)$/;
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** A length of time with its unit (`90s`, `12h`, `7d`), in milliseconds, within a range given in milliseconds. */
+export function duration(minMs: number, maxMs: number, range: string): Kind<number> {
+  const rule = `a whole number with a unit (ms, s, m, h or d) from ${range}`;
+  return {
+    rule,
+    listed: true,
+    parse: (text) => {
+      const match = DURATION.exec(text);
+      const value = match === null ? Number.NaN : Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
+      return value >= minMs && value <= maxMs ? value : new Invalid(`must be ${rule}`);
+    },
+  };
+}

@@ -74,6 +74,9 @@ export function loadConfig(env: Record<string, string | undefined>, argv: string
   if (Number(values.workers) > 1 && database?.kind === 'sqlite' && database.path === ':memory:') {
     problems.set('WORKERS', 'WORKERS above 1 needs a shared database; :memory: is private to each process');
   }
+  if (((values.webhookUrls as readonly string[] | undefined) ?? []).length > 0 && values.webhookSecret === undefined) {
+    problems.set('WEBHOOK_URLS', 'WEBHOOK_URLS needs WEBHOOK_SECRET, the key deliveries are signed with');
+  }
   // Unset, the headers timeout follows a shorter request timeout down; set, it must fit inside it.
   if (Number(values.headersTimeoutMs) > Number(values.requestTimeoutMs)) {
     if (given.has('headersTimeoutMs')) {

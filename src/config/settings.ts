@@ -1,7 +1,16 @@
 import { availableParallelism } from 'node:os';
 import { type DatabaseConfig, parseDatabaseUrl } from './database-url.ts';
-import { integer, Invalid, type Kind, oneOf, text } from './kinds.ts';
-import { type ApiToken, parseHosts, parseOrigins, parseProxies, parseTokens, readTokenFile } from './values.ts';
+import { duration, integer, Invalid, type Kind, oneOf, text } from './kinds.ts';
+import {
+  type ApiToken,
+  parseHosts,
+  parseOrigins,
+  parseProxies,
+  parseTokens,
+  parseWebhookSecret,
+  parseWebhookUrls,
+  readTokenFile,
+} from './values.ts';
 
 /** One setting: its environment variable, its flag, its rule, its default and what it means. */
 export interface Setting<T> {
@@ -157,6 +166,43 @@ export const SETTINGS = {
     kind: text('origins such as https://app.example.com, comma-separated, or *', parseOrigins),
     unset: [] as readonly string[],
     help: 'origins browsers may call the API from (`https://app.example.com,http://localhost:5173`), or `*`; none: CORS is off, and writes sent from other sites’ pages are refused',
+  }),
+  changesRetentionMs: setting({
+    env: 'CHANGES_RETENTION',
+    kind: duration(1000, 366 * 86_400_000, '1s to 366d'),
+    default: '7d',
+    help: 'how long the change log keeps each change for `GET /users/events` to resume from (`Last-Event-ID`); older ids answer 410. See [docs/changes.md](docs/changes.md)',
+  }),
+  maxSubscribers: setting({
+    env: 'MAX_SUBSCRIBERS',
+    kind: integer(0, 1_000_000),
+    default: '1000',
+    help: 'open `GET /users/events` streams per process; past it, 503 with `Retry-After`',
+  }),
+  eventsHeartbeatMs: setting({
+    env: 'EVENTS_HEARTBEAT_MS',
+    kind: integer(1000, 600_000, { unit: 'milliseconds' }),
+    default: '15000',
+    help: 'an idle event stream gets a comment line this often, so proxies keep it open',
+  }),
+  webhookUrls: setting({
+    env: 'WEBHOOK_URLS',
+    kind: text('http or https URLs, comma-separated', parseWebhookUrls),
+    unset: [] as readonly string[],
+    help: 'receivers of every change, POSTed as signed Standard Webhooks, in order and at least once per URL; needs `WEBHOOK_SECRET`. See [docs/changes.md](docs/changes.md)',
+  }),
+  webhookSecret: setting<Buffer | undefined>({
+    env: 'WEBHOOK_SECRET',
+    kind: text('whsec_ and base64', parseWebhookSecret),
+    secret: true,
+    emptyIsError: true,
+    help: 'the key webhooks are signed with (HMAC-SHA256): `whsec_` and the base64 of 24 to 64 random bytes, as receivers using the `standardwebhooks` package expect',
+  }),
+  webhookTimeoutMs: setting({
+    env: 'WEBHOOK_TIMEOUT_MS',
+    kind: integer(100, 600_000, { unit: 'milliseconds' }),
+    default: '10000',
+    help: 'how long one delivery may take before it counts as failed and is retried',
   }),
 } as const;
 

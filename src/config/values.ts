@@ -118,3 +118,28 @@ export function parseHosts(value: string): readonly string[] | Invalid {
   }
   return hosts.map((host) => (isIP(host) === 6 ? `[${host}]` : host));
 }
+
+/** WEBHOOK_URLS: comma-separated http or https URLs, each at most 2048 characters, no credentials in them. */
+export function parseWebhookUrls(value: string): readonly string[] | Invalid {
+  const urls = list(value);
+  for (const url of urls) {
+    const parsed = URL.canParse(url) ? new URL(url) : undefined;
+    if (parsed === undefined || !/^https?:$/.test(parsed.protocol) || url.length > 2048) {
+      return new Invalid(`must be comma-separated http:// or https:// URLs, got ${JSON.stringify(url)}`);
+    }
+  }
+  if (new Set(urls).size !== urls.length) return new Invalid('must not name a URL twice');
+  return urls;
+}
+
+const WEBHOOK_SECRET = /^whsec_([A-Za-z0-9+/]+={0,2})$/;
+
+/** WEBHOOK_SECRET: `whsec_` and the base64 of 24 to 64 random bytes, as Standard Webhooks gives it; the key's bytes. */
+export function parseWebhookSecret(value: string): Buffer | Invalid {
+  const match = WEBHOOK_SECRET.exec(value.trim());
+  const key = match === null ? undefined : Buffer.from(match[1] as string, 'base64');
+  if (key === undefined || key.length < 24 || key.length > 64) {
+    return new Invalid('must be whsec_ followed by the base64 of 24 to 64 random bytes (openssl rand -base64 32)');
+  }
+  return key;
+}

@@ -8,6 +8,7 @@ export const PROBLEMS = {
   'cross-origin-write': { status: 403, title: 'Changes from another site are refused' },
   'not-found': { status: 404, title: 'Not found' },
   'method-not-allowed': { status: 405, title: 'Method not allowed' },
+  'event-id-expired': { status: 410, title: 'The changes after that event id are no longer kept' },
   'precondition-failed': { status: 412, title: 'Precondition failed' },
   'request-timeout': { status: 408, title: 'Request timeout' },
   'payload-too-large': { status: 413, title: 'The request body is too large' },

@@ -21,6 +21,16 @@ export interface RequestMetrics {
   answered(request: FastifyRequest, reply: FastifyReply): void;
   /** Counts a request its client abandoned (a reset, a closed connection) before it was answered. */
   abandoned(): void;
+  /** What the change stream and the webhooks count. */
+  changes: ChangeMetrics;
+}
+
+export interface ChangeMetrics {
+  /** Events sent on `GET /users/events` streams. */
+  sent: Counter;
+  /** Tells the metrics how to count the open streams. */
+  countSubscribers(count: () => number): void;
+  webhooks: { delivered(): void; retried(): void; failed(): void };
 }
 
 // A request here takes well under a millisecond to a few; a full listing or a slow disk takes
@@ -158,5 +168,37 @@ export function registerMetrics(app: FastifyInstance, store: UserStore): Request
     store: timedStore(store, (operation) => dbDuration.child(operation)),
     answered,
     abandoned: () => aborted.inc(),
+    changes: changeMetrics(registry),
+  };
+}
+
+function changeMetrics(registry: Registry): ChangeMetrics {
+  let subscribers = () => 0;
+  const open: Gauge = new Gauge({
+    name: 'user_records_event_subscribers',
+    help: 'Open GET /users/events streams.',
+    registers: [registry],
+    collect: () => open.set(subscribers()),
+  });
+  const sent = new Counter({
+    name: 'user_records_events_sent_total',
+    help: 'Events sent on GET /users/events streams.',
+    registers: [registry],
+  });
+  const deliveries = new Counter({
+    name: 'user_records_webhook_deliveries_total',
+    help: 'Webhook attempts by outcome: delivered (2xx), retried (failed, to be tried again), failed (given up on after 24 hours).',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  const delivered = deliveries.labels('delivered');
+  const retried = deliveries.labels('retried');
+  const failed = deliveries.labels('failed');
+  return {
+    sent,
+    countSubscribers: (count) => {
+      subscribers = count;
+    },
+    webhooks: { delivered: () => delivered.inc(), retried: () => retried.inc(), failed: () => failed.inc() },
   };
 }

@@ -36,6 +36,11 @@ export function timedStore(store: UserStore, durationsOf: DurationsOf): UserStor
     version: timed('version', store.version.bind(store)),
     count: timed('count', store.count.bind(store)),
     ping: timed('ping', store.ping.bind(store)),
+    changes: timed('changes', store.changes.bind(store)),
+    claimHook: timed('claimHook', store.claimHook.bind(store)),
+    advanceHook: timed('advanceHook', store.advanceHook.bind(store)),
+    releaseHook: timed('releaseHook', store.releaseHook.bind(store)),
+    watch: store.watch.bind(store),
     // Not database round trips worth a latency series: a listener registration and shutdown.
     onCommit: store.onCommit.bind(store),
     close: store.close.bind(store),

@@ -5,17 +5,22 @@ import type { UserStore } from './store.ts';
 
 /** The store DATABASE_URL names, its schema brought up to date; `check` also checks an SQLite file whole. */
 export async function openStore(
-  config: Pick<Config, 'database' | 'databaseTimeoutMs' | 'databasePoolSize'>,
+  config: Pick<Config, 'database' | 'databaseTimeoutMs' | 'databasePoolSize'> & Partial<Pick<Config, 'changesRetentionMs'>>,
   options: { check?: boolean } = {},
 ): Promise<UserStore> {
   const { database } = config;
   switch (database.kind) {
     case 'sqlite':
-      return openSqliteStore(database.path, { busyTimeoutMs: config.databaseTimeoutMs, check: options.check });
+      return openSqliteStore(database.path, {
+        busyTimeoutMs: config.databaseTimeoutMs,
+        check: options.check,
+        changesRetentionMs: config.changesRetentionMs,
+      });
     case 'postgres':
       return openPostgresStore(database.url, {
         poolSize: config.databasePoolSize,
         statementTimeoutMs: config.databaseTimeoutMs,
+        changesRetentionMs: config.changesRetentionMs,
       });
   }
 }

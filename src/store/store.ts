@@ -115,6 +115,25 @@ export interface Commit {
   changes: Change[];
 }
 
+/** A page of the change log: the changes after a version, in version order, and where the log stands. */
+export interface ChangeLogPage {
+  /** The oldest version a reader may resume after: the log holds every change above it. */
+  floor: number;
+  /** The database's change version when the page was read. */
+  version: number;
+  changes: Change[];
+}
+
+/** A change a webhook URL never took, given up on after its retries. */
+export interface HookFailure {
+  version: number;
+  attempts: number;
+  reason: string;
+}
+
+/** How long the change log keeps a change unless a setting says otherwise. */
+export const DEFAULT_CHANGES_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+
 /**
  * Everything the routes need from storage. Each write is durable when its promise resolves.
  * Implementations: SQLite (`sqlite/`) and PostgreSQL (`postgres/`), sharing their write rules
@@ -142,6 +161,23 @@ export interface UserStore {
   version(): Promise<number>;
   /** Called after each commit of this store's own writes, in commit order. */
   onCommit(listener: (commit: Commit) => void): void;
+  /** At most `limit` changes after version `after`, from the change log, with its floor and the version now. */
+  changes(after: number, limit: number): Promise<ChangeLogPage>;
+  /**
+   * Calls `wake` when another process may have committed (this store's own commits are told
+   * through onCommit); answers what stops it.
+   */
+  watch(wake: () => void): () => void;
+  /**
+   * Takes or renews the lease on delivering to a webhook URL for `leaseMs`, and answers the URL's
+   * cursor (the last version delivered); undefined while another owner holds a live lease. A URL
+   * seen for the first time starts at the change version of that moment.
+   */
+  claimHook(url: string, owner: string, leaseMs: number): Promise<number | undefined>;
+  /** Moves the cursor of a URL this owner holds, renews the lease and keeps the failures; false once the lease is lost. */
+  advanceHook(url: string, owner: string, version: number, leaseMs: number, failures: HookFailure[]): Promise<boolean>;
+  /** Lets the lease go, so another process may deliver at once. */
+  releaseHook(url: string, owner: string): Promise<void>;
   /** How many records match the filter (all of them without one); `afterId` and `limit` are not counted. */
   count(filter?: ListFilter): Promise<number>;
   /** Resolves when the database answers and can take writes; rejects with the reason otherwise. */

@@ -1,6 +1,7 @@
 import {
   type ChangeKind,
   type CreateResult,
+  type HookFailure,
   type IdempotencyKey,
   type Precondition,
   preconditionHolds,
@@ -34,6 +35,21 @@ interface StepArgs {
   /** Deletes the key if it has expired, so a reused expired key can be stored again. */
   dropExpiredKey: { key: string };
   rememberKey: { key: string; fingerprint: string; userId: number };
+  /** A webhook URL's cursor and lease. */
+  hookRow: { url: string };
+  /** A cursor for a new URL, at the change version now. */
+  hookCreate: { url: string };
+  /** Gives the lease to `owner` until `leaseMs` from now (by the database's clock), and moves the cursor if a version is given. */
+  hookLease: { url: string; owner: string; leaseMs: number; version?: number };
+  hookFail: { url: string } & HookFailure;
+  hookRelease: { url: string; owner: string };
+}
+
+/** A webhook URL's row: its cursor, and who holds a lease that has not run out. */
+export interface HookRow {
+  version: number;
+  owner: string | null;
+  leaseLive: boolean;
 }
 
 /** A remembered key: the fingerprint of the input it came with and the record it created. */
@@ -53,6 +69,11 @@ export interface StepResults {
   pruneKeys: undefined;
   dropExpiredKey: undefined;
   rememberKey: undefined;
+  hookRow: HookRow | undefined;
+  hookCreate: undefined;
+  hookLease: undefined;
+  hookFail: undefined;
+  hookRelease: undefined;
 }
 
 export type StepName = keyof StepArgs;
@@ -76,7 +97,10 @@ export type WriteRequest =
   | { kind: 'create'; input: UserInput }
   | { kind: 'createOnce'; input: UserInput; key: IdempotencyKey }
   | { kind: 'update'; id: number; changes: Partial<UserInput>; precondition?: Precondition }
-  | { kind: 'remove'; id: number; precondition?: Precondition };
+  | { kind: 'remove'; id: number; precondition?: Precondition }
+  | { kind: 'claimHook'; url: string; owner: string; leaseMs: number }
+  | { kind: 'advanceHook'; url: string; owner: string; version: number; leaseMs: number; failures: HookFailure[] }
+  | { kind: 'releaseHook'; url: string; owner: string };
 
 const NOT_FOUND = { ok: false, reason: 'not-found' } as const;
 const PRECONDITION_FAILED = { ok: false, reason: 'precondition-failed' } as const;
@@ -131,6 +155,32 @@ function* remove(id: number, precondition?: Precondition): Program<WriteResult> 
   return { value: { ok: true, user: current }, change: { kind: 'deleted', user: current } };
 }
 
+function* claimHook(url: string, owner: string, leaseMs: number): Program<number | undefined> {
+  let row = yield* run({ op: 'hookRow', url });
+  if (row === undefined) {
+    yield* run({ op: 'hookCreate', url });
+    row = (yield* run({ op: 'hookRow', url })) as HookRow;
+  }
+  if (row.leaseLive && row.owner !== owner) return { value: undefined };
+  yield* run({ op: 'hookLease', url, owner, leaseMs });
+  return { value: row.version };
+}
+
+function* advanceHook(
+  url: string,
+  owner: string,
+  version: number,
+  leaseMs: number,
+  failures: HookFailure[],
+): Program<boolean> {
+  // The owner is replaced only by a claim after the lease ran out: then this process lost it.
+  const row = yield* run({ op: 'hookRow', url });
+  if (row === undefined || row.owner !== owner) return { value: false };
+  for (const failure of failures) yield* run({ op: 'hookFail', url, ...failure });
+  yield* run({ op: 'hookLease', url, owner, leaseMs, version });
+  return { value: true };
+}
+
 /**
  * Turns write requests into programs. One per writer: it remembers when this writer last deleted
  * expired idempotency keys, so that happens at most once per PRUNE_INTERVAL_MS.
@@ -152,6 +202,15 @@ export class WriteRules {
         return update(request.id, request.changes, request.precondition);
       case 'remove':
         return remove(request.id, request.precondition);
+      case 'claimHook':
+        return claimHook(request.url, request.owner, request.leaseMs);
+      case 'advanceHook':
+        return advanceHook(request.url, request.owner, request.version, request.leaseMs, request.failures);
+      case 'releaseHook':
+        return (function* (): Program<undefined> {
+          yield* run({ op: 'hookRelease', url: request.url, owner: request.owner });
+          return { value: undefined };
+        })();
     }
   }
 }

@@ -19,6 +19,7 @@ export const RULES = {
   cursor: 'the cursor of a Link to the next page, as given',
   id: 'a whole number (an id)',
   time: 'an RFC 3339 date and time, such as 2026-01-31T12:00:00Z',
+  eventId: 'a whole number of up to 15 digits (the id of the last event received)',
 } as const;
 
 export const RECORD_FIELDS = ['name', 'age', 'city'] as const;
@@ -267,6 +268,33 @@ export const CreateHeaders = Type.Object({
       pattern: IDEMPOTENCY_KEY_PATTERN,
       // No example: a page that fills one in would send the same key for everyone who tries it.
       description: `A client-chosen key, ${IDEMPOTENCY_KEY_RULE}, e.g. a fresh UUID for each new record. A retry with the same key and input within 24 hours stores nothing and gets the first answer again; the same key with other input answers 422.`,
+    }),
+  ),
+});
+
+/** The pattern of an event id (a change version), in `after` and `Last-Event-ID`. */
+export const EVENT_ID_PATTERN = '^[0-9]{1,15}$';
+
+/** GET /users/events: where to resume. */
+export const EventsQuery = Type.Object(
+  {
+    after: Type.Optional(
+      Type.String({
+        pattern: EVENT_ID_PATTERN,
+        description: `${cap(RULES.eventId)}: the stream starts with the changes after it. \`Last-Event-ID\` wins over it. Without either, only changes from now on.`,
+        examples: ['0'],
+        ...integer(0, 999_999_999_999_999),
+      }),
+    ),
+  },
+  strict,
+);
+
+export const EventsHeaders = Type.Object({
+  'last-event-id': Type.Optional(
+    Type.String({
+      pattern: EVENT_ID_PATTERN,
+      description: `${cap(RULES.eventId)}; browsers' EventSource sends it when they reconnect.`,
     }),
   ),
 });

@@ -1,7 +1,13 @@
 import type { Pool, PoolClient } from 'pg';
 import type { Change } from '../store.ts';
 import { runAwaiting, type WriteRequest, WriteRules } from '../write-rules.ts';
-import { execStep } from './statements.ts';
+import { execStep, logChanges, pruneChanges } from './statements.ts';
+
+/** The channel every commit with changes notifies, so other instances' streams wake at once. */
+export const CHANGES_CHANNEL = 'user_records_changes';
+
+/** The change log is pruned at most this often by each instance (and twice per retention, for short ones). */
+const CHANGES_PRUNE_INTERVAL_MS = 60_000;
 
 const ignore = () => undefined;
 
@@ -29,12 +35,20 @@ export class PostgresBatch {
   readonly #isConnectionFault: (error: unknown) => boolean;
   readonly #onCommit: (changes: Change[]) => void;
   readonly #rules = new WriteRules();
+  readonly #retentionMs: number;
+  #prunedAt = 0;
   #pending: Job[] = [];
   #idle: Promise<void> = Promise.resolve();
   #active = false;
 
-  constructor(pool: Pool, isConnectionFault: (error: unknown) => boolean, onCommit: (changes: Change[]) => void) {
+  constructor(
+    pool: Pool,
+    isConnectionFault: (error: unknown) => boolean,
+    onCommit: (changes: Change[]) => void,
+    retentionMs: number,
+  ) {
     this.#pool = pool;
+    this.#retentionMs = retentionMs;
     this.#isConnectionFault = isConnectionFault;
     this.#onCommit = onCommit;
   }
@@ -98,8 +112,18 @@ export class PostgresBatch {
         if (outcome.change !== undefined) changes.push({ version: ++version, ...outcome.change, at });
         values.push(outcome.value);
       }
-      // The version is ours, a safe integer: one round trip sets it and commits.
-      await client.query(version === start ? 'COMMIT' : `UPDATE store_version SET version = ${version}; COMMIT`);
+      // The log in the changes' own transaction; the version is ours, a safe integer: one round trip
+      // sets it, wakes the other instances' streams (delivered at commit) and commits.
+      if (changes.length > 0) await client.query(logChanges(changes));
+      if (at.getTime() - this.#prunedAt >= Math.min(CHANGES_PRUNE_INTERVAL_MS, this.#retentionMs / 2)) {
+        this.#prunedAt = at.getTime();
+        await client.query(pruneChanges(this.#retentionMs));
+      }
+      await client.query(
+        version === start
+          ? 'COMMIT'
+          : `UPDATE store_version SET version = ${version}; NOTIFY ${CHANGES_CHANNEL}; COMMIT`,
+      );
       client.off('error', ignore);
       client.release();
       this.#onCommit(changes);

@@ -7,10 +7,14 @@ import {
   type Snapshot,
   type StoredKey,
 } from '../bulk.ts';
-import { fold, type UserInput } from '../store.ts';
+import { DEFAULT_CHANGES_RETENTION_MS, fold, type UserInput } from '../store.ts';
 import { guarded } from './errors.ts';
 import { migratePostgres } from './migrations.ts';
+import { CHANGES_CHANNEL } from './batch.ts';
 import { PostgresStore } from './postgres-store.ts';
+
+/** Wakes the streams of running services to read the log (delivered at commit). */
+const NOTIFY = `NOTIFY ${CHANGES_CHANNEL}`;
 
 /** Rows read at a time by a snapshot's records and keys. */
 const BATCH = 5000;
@@ -106,7 +110,20 @@ class PostgresBulk implements BulkStore {
         count += rows.length;
       },
       commit: async () => {
-        await this.#commit(client, `UPDATE store_version SET version = version + ${count}; COMMIT`);
+        // Each record's creation goes to the change log, in id order; the ids are all this
+        // transaction's, since it holds store_version from its start.
+        if (count > 0) {
+          await guarded(() =>
+            client.query(
+              `INSERT INTO changes (version, kind, id, name, age, city, created_at, updated_at, record_version, at)
+               SELECT s.version + row_number() OVER (ORDER BY u.id), 'created', u.id, u.name, u.age, u.city,
+                 u.created_at, u.updated_at, u.version, date_trunc('milliseconds', now())
+               FROM users AS u CROSS JOIN store_version AS s WHERE u.id BETWEEN $1 AND $2`,
+              [firstId, lastId],
+            ),
+          );
+        }
+        await this.#commit(client, `UPDATE store_version SET version = version + ${count}; ${NOTIFY}; COMMIT`);
         return { firstId, lastId };
       },
       abort: () => this.#rollback(client),
@@ -124,7 +141,7 @@ class PostgresBulk implements BulkStore {
     const { rows } = await client.query<{ version: string; last: string | null }>(
       `SELECT version, pg_sequence_last_value(pg_get_serial_sequence('users', 'id')::regclass) AS last FROM store_version`,
     );
-    const store = new PostgresStore(this.#pool);
+    const store = new PostgresStore(this.#pool, '', DEFAULT_CHANGES_RETENTION_MS);
     return {
       version: Number(rows[0]?.version),
       lastId: Number(rows[0]?.last ?? 0),
@@ -231,7 +248,11 @@ class PostgresBulk implements BulkStore {
         );
       },
       commit: async ({ version, lastId }) => {
-        await client.query('UPDATE store_version SET version = $1', [version]);
+        // A new history: the log starts at the restored version, streams that follow the old one
+        // are ended (their ids answer 410), and webhooks go on from the restored version.
+        await client.query('UPDATE store_version SET version = $1, changes_floor = $1', [version]);
+        await client.query('DELETE FROM changes');
+        await client.query('UPDATE webhook_cursors SET version = $1', [version]);
         // New ids continue after the highest ever given, here or in the backup's database.
         await client.query(
           `SELECT setval(pg_get_serial_sequence('users', 'id'), m) FROM (
@@ -240,7 +261,7 @@ class PostgresBulk implements BulkStore {
            WHERE m > 0`,
           [lastId],
         );
-        await this.#commit(client, 'COMMIT');
+        await this.#commit(client, `${NOTIFY}; COMMIT`);
       },
       abort: () => this.#rollback(client),
     };

@@ -169,6 +169,42 @@ const MIGRATIONS: readonly PostgresMigration[] = [
       await refold(client, rows);
     },
   },
+  {
+    version: 7,
+    name: 'change log and webhook cursors',
+    // As SQLite's migration 7: the change log keyed by change version, the oldest version a reader
+    // may resume after, and each webhook URL's cursor and lease.
+    sql: `
+      CREATE TABLE changes (
+        version BIGINT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('created', 'updated', 'deleted')),
+        id BIGINT NOT NULL,
+        name TEXT NOT NULL,
+        age SMALLINT NOT NULL,
+        city TEXT NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL,
+        record_version INTEGER NOT NULL,
+        at TIMESTAMPTZ NOT NULL
+      );
+      ALTER TABLE store_version ADD COLUMN changes_floor BIGINT NOT NULL DEFAULT 0;
+      UPDATE store_version SET changes_floor = version;
+      CREATE TABLE webhook_cursors (
+        url TEXT PRIMARY KEY,
+        version BIGINT NOT NULL,
+        owner TEXT,
+        lease_until TIMESTAMPTZ NOT NULL DEFAULT '-infinity'
+      );
+      CREATE TABLE webhook_failures (
+        url TEXT NOT NULL,
+        version BIGINT NOT NULL,
+        attempts INTEGER NOT NULL,
+        reason TEXT NOT NULL,
+        failed_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        PRIMARY KEY (url, version)
+      );
+    `,
+  },
 ];
 
 /** Any fixed number works; it only has to be the same in every instance of the service. */

@@ -3,7 +3,10 @@ import { CommitListeners } from '../commit-listeners.ts';
 import { Binder, COLUMN, conditions, countQuery, type Dialect, likeLiteral, listQuery } from '../list-sql.ts';
 import {
   narrows,
+  type ChangeLogPage,
   type Commit,
+  DEFAULT_CHANGES_RETENTION_MS,
+  type HookFailure,
   type CreateResult,
   type IdempotencyKey,
   type ListFilter,
@@ -16,10 +19,13 @@ import {
   type WriteResult,
 } from '../store.ts';
 import { remembered, runAwaiting, type WriteRequest } from '../write-rules.ts';
-import { PostgresBatch } from './batch.ts';
+import { CHANGES_CHANNEL, PostgresBatch } from './batch.ts';
 import { guarded, isConnectionFault } from './errors.ts';
 import { migratePostgres } from './migrations.ts';
-import { COLUMNS, execStep, toUser, type UserRow } from './statements.ts';
+import { type ChangeRow, COLUMNS, execStep, toChange, toUser, type UserRow } from './statements.ts';
+
+/** While a LISTEN connection is down, and as a backstop for a lost notification, the log is read this often. */
+const WATCH_POLL_MS = 1000;
 
 /** How PostgreSQL writes a listing: `$n` placeholders, times as Date, text compared in the "C" collation. */
 const POSTGRES: Dialect = {
@@ -79,6 +85,8 @@ export interface PostgresOptions {
   poolSize: number;
   /** Bounds each statement, each wait for a connection and each connection attempt. */
   statementTimeoutMs: number;
+  /** How long the change log keeps a change. */
+  changesRetentionMs?: number;
 }
 
 /** Connects to PostgreSQL and brings the schema up to date. */
@@ -99,7 +107,7 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
   pool.on('error', () => undefined);
   try {
     await guarded(() => migratePostgres(pool));
-    return new PostgresStore(pool);
+    return new PostgresStore(pool, url, options.changesRetentionMs ?? DEFAULT_CHANGES_RETENTION_MS);
   } catch (error) {
     await pool.end();
     throw error;
@@ -111,10 +119,85 @@ export class PostgresStore implements UserStore {
   readonly #batch: PostgresBatch;
   readonly #listNames = new Map<string, string>();
   readonly #listeners = new CommitListeners();
+  readonly #url: string;
 
-  constructor(pool: Pool) {
+  constructor(pool: Pool, url: string, retentionMs: number) {
     this.#pool = pool;
-    this.#batch = new PostgresBatch(pool, isConnectionFault, (changes) => this.#listeners.emit({ changes }));
+    this.#url = url;
+    this.#batch = new PostgresBatch(
+      pool,
+      isConnectionFault,
+      (changes) => this.#listeners.emit({ changes }),
+      retentionMs,
+    );
+  }
+
+  changes(after: number, limit: number): Promise<ChangeLogPage> {
+    return guarded(async () => {
+      // One statement, so the floor, the version and the changes are of one moment.
+      const { rows } = await this.#pool.query<ChangeRow & { floor: string; now_version: string }>({
+        name: 'changes-page',
+        text: `SELECT s.changes_floor AS floor, s.version AS now_version, c.*
+               FROM store_version AS s LEFT JOIN LATERAL (
+                 SELECT * FROM changes WHERE version > $1 ORDER BY version LIMIT $2
+               ) AS c ON true`,
+        values: [after, limit],
+      });
+      const first = rows[0];
+      return {
+        floor: Number(first?.floor ?? 0),
+        version: Number(first?.now_version ?? 0),
+        changes: rows.filter((row) => row.version !== null).map(toChange),
+      };
+    });
+  }
+
+  /**
+   * Other instances' commits arrive as notifications on a connection of its own (LISTEN), opened
+   * again a second after it breaks; the log is also read every second in case one was missed.
+   */
+  watch(wake: () => void): () => void {
+    let stopped = false;
+    let client: pg.Client | undefined;
+    const listen = () => {
+      if (stopped) return;
+      const next = new pg.Client({ connectionString: this.#url, application_name: 'user-records-listen', keepAlive: true });
+      client = next;
+      const retry = () => {
+        next.removeAllListeners('error');
+        next.on('error', () => undefined);
+        void next.end().catch(() => undefined);
+        if (client === next && !stopped) setTimeout(listen, 1000).unref();
+      };
+      next.on('error', retry);
+      next.on('notification', () => wake());
+      next.connect().then(
+        () => next.query(`LISTEN ${CHANGES_CHANNEL}`).then(() => wake(), retry),
+        retry,
+      );
+    };
+    listen();
+    const poll = setInterval(wake, WATCH_POLL_MS);
+    poll.unref();
+    return () => {
+      stopped = true;
+      clearInterval(poll);
+      client?.removeAllListeners('error');
+      client?.on('error', () => undefined);
+      void client?.end().catch(() => undefined);
+    };
+  }
+
+  claimHook(url: string, owner: string, leaseMs: number): Promise<number | undefined> {
+    return this.#write({ kind: 'claimHook', url, owner, leaseMs }) as Promise<number | undefined>;
+  }
+
+  advanceHook(url: string, owner: string, version: number, leaseMs: number, failures: HookFailure[]): Promise<boolean> {
+    return this.#write({ kind: 'advanceHook', url, owner, version, leaseMs, failures }) as Promise<boolean>;
+  }
+
+  async releaseHook(url: string, owner: string): Promise<void> {
+    await this.#write({ kind: 'releaseHook', url, owner });
   }
 
   version(): Promise<number> {

@@ -1,6 +1,6 @@
 import type { Pool, PoolClient, QueryConfig } from 'pg';
-import { fold, IDEMPOTENCY_KEY_TTL_MS, type User } from '../store.ts';
-import type { KeyRow, Step } from '../write-rules.ts';
+import { type Change, type ChangeKind, fold, IDEMPOTENCY_KEY_TTL_MS, type User } from '../store.ts';
+import type { HookRow, KeyRow, Step } from '../write-rules.ts';
 
 /** A users row as node-postgres returns it: BIGINT ids as strings, TIMESTAMPTZ as Date. */
 interface UserRow {
@@ -80,7 +80,100 @@ function queryOf(step: Step): QueryConfig {
         text: 'INSERT INTO idempotency_keys (key, fingerprint, user_id) VALUES ($1, $2, $3)',
         values: [step.key, step.fingerprint, step.userId],
       };
+    case 'hookRow':
+      return {
+        name: 'hook-row',
+        text: 'SELECT version, owner, lease_until > now() AS lease_live FROM webhook_cursors WHERE url = $1',
+        values: [step.url],
+      };
+    case 'hookCreate':
+      return {
+        name: 'hook-create',
+        text: 'INSERT INTO webhook_cursors (url, version) SELECT $1, version FROM store_version ON CONFLICT DO NOTHING',
+        values: [step.url],
+      };
+    case 'hookLease':
+      return {
+        name: 'hook-lease',
+        text: `UPDATE webhook_cursors SET owner = $1, lease_until = now() + $2 * interval '1 millisecond',
+               version = coalesce($3, version) WHERE url = $4`,
+        values: [step.owner, step.leaseMs, step.version ?? null, step.url],
+      };
+    case 'hookFail':
+      return {
+        name: 'hook-fail',
+        text: `INSERT INTO webhook_failures (url, version, attempts, reason) VALUES ($1, $2, $3, $4)
+               ON CONFLICT DO NOTHING`,
+        values: [step.url, step.version, step.attempts, step.reason],
+      };
+    case 'hookRelease':
+      return {
+        name: 'hook-release',
+        text: `UPDATE webhook_cursors SET lease_until = '-infinity' WHERE url = $1 AND owner = $2`,
+        values: [step.url, step.owner],
+      };
   }
+}
+
+/** A change log row as node-postgres returns it. */
+export interface ChangeRow extends Omit<UserRow, 'version'> {
+  version: string;
+  kind: ChangeKind;
+  record_version: number;
+  at: Date;
+}
+
+export function toChange(row: ChangeRow): Change {
+  return {
+    version: Number(row.version),
+    kind: row.kind,
+    user: toUser({ ...row, version: row.record_version }),
+    at: row.at,
+  };
+}
+
+/** Adds a transaction's changes to the log, in one statement. */
+export function logChanges(changes: readonly Change[]): QueryConfig {
+  const column = <T>(pick: (change: Change) => T) => changes.map(pick);
+  return {
+    name: 'changes-log',
+    text: `INSERT INTO changes (version, kind, id, name, age, city, created_at, updated_at, record_version, at)
+           SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::smallint[], $6::text[],
+             $7::timestamptz[], $8::timestamptz[], $9::integer[], $10::timestamptz[])`,
+    values: [
+      column((c) => c.version),
+      column((c) => c.kind),
+      column((c) => c.user.id),
+      column((c) => c.user.name),
+      column((c) => c.user.age),
+      column((c) => c.user.city),
+      column((c) => c.user.createdAt),
+      column((c) => c.user.updatedAt),
+      column((c) => c.user.version),
+      column((c) => c.at),
+    ],
+  };
+}
+
+/**
+ * Drops the changes older than the retention that every webhook URL has been given, and raises the
+ * floor past them (inside a write transaction, which holds store_version).
+ */
+export function pruneChanges(retentionMs: number): QueryConfig {
+  return {
+    name: 'changes-prune',
+    text: `WITH last AS (
+             SELECT least(
+               coalesce((SELECT version FROM changes WHERE at >= now() - $1 * interval '1 millisecond'
+                         ORDER BY version LIMIT 1) - 1, (SELECT version FROM store_version)),
+               coalesce((SELECT min(version) FROM webhook_cursors), 9223372036854775807)
+             ) AS version
+           ), pruned AS (
+             DELETE FROM changes WHERE version <= (SELECT version FROM last)
+           )
+           UPDATE store_version SET changes_floor = greatest(changes_floor, (SELECT version FROM last))`,
+    values: [retentionMs],
+  };
 }
 
 /** Runs one step of a program on a connection (the batch's) or the pool (a read). */
@@ -92,6 +185,12 @@ export async function execStep(db: Pool | PoolClient, step: Step): Promise<unkno
     case 'insert':
     case 'update':
       return rows[0] === undefined ? undefined : toUser(rows[0] as UserRow);
+    case 'hookRow': {
+      const row = rows[0] as { version: string; owner: string | null; lease_live: boolean } | undefined;
+      return row === undefined
+        ? undefined
+        : ({ version: Number(row.version), owner: row.owner, leaseLive: row.lease_live } satisfies HookRow);
+    }
     case 'findKey': {
       const row = rows[0] as { fingerprint: string; user_id: string } | undefined;
       return row === undefined

@@ -87,6 +87,14 @@ class SqliteBulk implements BulkStore {
       },
       commit: async () => {
         fillSearch(firstId ?? Number.MAX_SAFE_INTEGER);
+        // Each record's creation goes to the change log, in id order (all ids from firstId on are
+        // this transaction's: it has held the write lock from its start).
+        db.prepare(
+          `INSERT INTO changes (version, kind, id, name, age, city, created_at, updated_at, record_version, at)
+           SELECT (SELECT version FROM store_version) + row_number() OVER (ORDER BY id), 'created', id, name, age,
+             city, created_at, updated_at, version, ?
+           FROM users WHERE id >= ?`,
+        ).run(Date.now(), firstId ?? Number.MAX_SAFE_INTEGER);
         db.prepare('UPDATE store_version SET version = version + ?').run(count);
         db.exec('COMMIT');
         return { firstId, lastId };
@@ -177,7 +185,11 @@ class SqliteBulk implements BulkStore {
       },
       commit: async ({ version, lastId }) => {
         fillSearch(0);
-        db.prepare('UPDATE store_version SET version = ?').run(version);
+        // A new history: the log starts at the restored version, streams that follow the old one
+        // are ended (their ids answer 410), and webhooks go on from the restored version.
+        db.prepare('UPDATE store_version SET version = ?, changes_floor = ?').run(version, version);
+        db.exec('DELETE FROM changes');
+        db.prepare('UPDATE webhook_cursors SET version = ?').run(version);
         // AUTOINCREMENT keeps the highest id ever given here: new ids continue after it, never reusing one.
         const seq = db.prepare(`UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'users'`).run(lastId);
         if (seq.changes === 0 && lastId > 0) {

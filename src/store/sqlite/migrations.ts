@@ -99,6 +99,44 @@ const MIGRATIONS: readonly Migration[] = [
         WHERE instr(name_folded, 'ς') > 0 OR instr(city_folded, 'ς') > 0 OR instr(name, 'ı') > 0 OR instr(city, 'ı') > 0;
     `,
   },
+  {
+    version: 7,
+    name: 'change log and webhook cursors',
+    // Every committed change, keyed by the change version it produced, written in the change's own
+    // transaction (the record as it was for a deletion; times in ms). changes_floor is the oldest
+    // version a reader may resume after: every change above it is in the log. Each webhook URL's
+    // cursor is the last version delivered, with the lease of the process delivering to it.
+    sql: `
+      CREATE TABLE changes (
+        version INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('created', 'updated', 'deleted')),
+        id INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        age INTEGER NOT NULL,
+        city TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        record_version INTEGER NOT NULL,
+        at INTEGER NOT NULL
+      ) STRICT;
+      ALTER TABLE store_version ADD COLUMN changes_floor INTEGER NOT NULL DEFAULT 0;
+      UPDATE store_version SET changes_floor = version;
+      CREATE TABLE webhook_cursors (
+        url TEXT PRIMARY KEY NOT NULL,
+        version INTEGER NOT NULL,
+        owner TEXT,
+        lease_until INTEGER NOT NULL DEFAULT 0
+      ) STRICT;
+      CREATE TABLE webhook_failures (
+        url TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        attempts INTEGER NOT NULL,
+        reason TEXT NOT NULL,
+        failed_at INTEGER NOT NULL,
+        PRIMARY KEY (url, version)
+      ) STRICT;
+    `,
+  },
 ];
 
 /**

@@ -4,8 +4,11 @@ import type { Statement } from 'better-sqlite3';
 import { SqliteError } from 'better-sqlite3';
 import { CommitListeners } from '../commit-listeners.ts';
 import {
+  type ChangeLogPage,
   type Commit,
   type CreateResult,
+  DEFAULT_CHANGES_RETENTION_MS,
+  type HookFailure,
   type IdempotencyKey,
   type ListFilter,
   type ListOrder,
@@ -29,7 +32,12 @@ export interface SqliteOptions {
   busyTimeoutMs?: number;
   /** Run SQLite's quick_check at open and refuse a damaged file (once per service). */
   check?: boolean;
+  /** How long the change log keeps a change. */
+  changesRetentionMs?: number;
 }
+
+/** How often the change version is read for commits of other processes, while anyone watches. */
+const WATCH_INTERVAL_MS = 50;
 
 /**
  * Opens (creating if needed) an SQLite database: reads on this thread, writes through a writer
@@ -42,10 +50,9 @@ export async function openSqliteStore(path: string, options: SqliteOptions = {})
   const db = openDatabase(path, { busyTimeoutMs: memory ? busyTimeoutMs : 0, migrate: true, check: options.check });
   const listeners = new CommitListeners();
   const onChanges = (changes: Commit['changes']) => listeners.emit({ changes });
+  const settings = { busyTimeoutMs, retentionMs: options.changesRetentionMs ?? DEFAULT_CHANGES_RETENTION_MS };
   try {
-    const link = memory
-      ? new InlineLink(db, busyTimeoutMs, onChanges)
-      : await ThreadLink.start(path, busyTimeoutMs, onChanges);
+    const link = memory ? new InlineLink(db, settings, onChanges) : await ThreadLink.start(path, settings, onChanges);
     return new SqliteStore(db, link, listeners, memory ? undefined : new FileGuard(path), busyTimeoutMs);
   } catch (error) {
     db.close();
@@ -174,6 +181,38 @@ export class SqliteStore implements UserStore {
 
   onCommit(listener: (commit: Commit) => void): void {
     this.#listeners.add(listener);
+  }
+
+  changes(after: number, limit: number): Promise<ChangeLogPage> {
+    return this.#read(() => this.#reads.changes(after, limit));
+  }
+
+  watch(wake: () => void): () => void {
+    // Another process's commit shows only in the file: its change version is read a few times a second.
+    let seen: number | undefined;
+    const timer = setInterval(() => {
+      this.version().then(
+        (version) => {
+          if (seen !== undefined && version !== seen) wake();
+          seen = version;
+        },
+        () => undefined,
+      );
+    }, WATCH_INTERVAL_MS);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  claimHook(url: string, owner: string, leaseMs: number): Promise<number | undefined> {
+    return this.#write({ kind: 'claimHook', url, owner, leaseMs }) as Promise<number | undefined>;
+  }
+
+  advanceHook(url: string, owner: string, version: number, leaseMs: number, failures: HookFailure[]): Promise<boolean> {
+    return this.#write({ kind: 'advanceHook', url, owner, version, leaseMs, failures }) as Promise<boolean>;
+  }
+
+  async releaseHook(url: string, owner: string): Promise<void> {
+    await this.#write({ kind: 'releaseHook', url, owner });
   }
 
   async ping(): Promise<void> {

@@ -2,6 +2,9 @@ import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import { Binder, COLUMN, conditions, countQuery, type Dialect, listQuery } from '../list-sql.ts';
 import {
+  type Change,
+  type ChangeKind,
+  type ChangeLogPage,
   fold,
   IDEMPOTENCY_KEY_TTL_MS,
   narrows,
@@ -10,8 +13,31 @@ import {
   type SortField,
   type User,
 } from '../store.ts';
-import type { KeyRow, Step } from '../write-rules.ts';
+import type { HookRow, KeyRow, Step } from '../write-rules.ts';
 import { toUser, type UserRow } from './rows.ts';
+
+/** A change log row: the record's fields with its own version as record_version, times in ms. */
+interface ChangeRow {
+  version: number;
+  kind: ChangeKind;
+  id: number;
+  name: string;
+  age: number;
+  city: string;
+  created_at: number;
+  updated_at: number;
+  record_version: number;
+  at: number;
+}
+
+function toChange(row: ChangeRow): Change {
+  return {
+    version: row.version,
+    kind: row.kind,
+    user: toUser({ ...row, version: row.record_version }),
+    at: new Date(row.at),
+  };
+}
 
 /** Search by trigram index from three characters; shorter text is looked for row by row. */
 const TRIGRAM = 3;
@@ -62,9 +88,15 @@ export class ReadStatements {
   readonly #count: Statement<[], number>;
   readonly #findKey: Statement<[string, number], { fingerprint: string; user_id: number }>;
   readonly #lists = new Map<string, Statement<unknown[], UserRow>>();
+  readonly #log: Statement<[], { version: number; changes_floor: number }>;
+  readonly #changes: Statement<[number, number], ChangeRow>;
+  readonly #hook: Statement<[string], { version: number; owner: string | null; lease_until: number }>;
 
   constructor(db: Database.Database) {
     this.#db = db;
+    this.#log = db.prepare('SELECT version, changes_floor FROM store_version');
+    this.#changes = db.prepare('SELECT * FROM changes WHERE version > ? ORDER BY version LIMIT ?');
+    this.#hook = db.prepare('SELECT version, owner, lease_until FROM webhook_cursors WHERE url = ?');
     this.#get = db.prepare('SELECT * FROM users WHERE id = ?');
     this.#version = db.prepare('SELECT version FROM store_version');
     this.#count = db.prepare<[], number>('SELECT count(*) FROM users').pluck();
@@ -91,6 +123,17 @@ export class ReadStatements {
     }
     const { text, values } = countQuery(filter, SQLITE);
     return Number((this.#statement(text).get(...values) as unknown as { count: number }).count);
+  }
+
+  changes(after: number, limit: number): ChangeLogPage {
+    const { version, changes_floor: floor } = this.#log.get() as { version: number; changes_floor: number };
+    const changes = limit > 0 ? this.#changes.all(after, limit).map(toChange) : [];
+    return { floor, version, changes };
+  }
+
+  hook(url: string): HookRow | undefined {
+    const row = this.#hook.get(url);
+    return row === undefined ? undefined : { version: row.version, owner: row.owner, leaseLive: row.lease_until > Date.now() };
   }
 
   findKey(key: string): KeyRow | undefined {
@@ -199,6 +242,8 @@ export class ReadStatements {
         return this.get(step.id);
       case 'findKey':
         return this.findKey(step.key);
+      case 'hookRow':
+        return this.hook(step.url);
       default:
         throw new Error(`${step.op} is a write step`);
     }
@@ -215,9 +260,39 @@ export class WriteStatements {
   readonly #dropExpiredKeys: Statement<[number]>;
   readonly #dropExpiredKey: Statement<[string, number]>;
   readonly setVersion: Statement<[number]>;
+  readonly #logChange: Statement<[number, ChangeKind, number, string, number, string, number, number, number, number]>;
+  readonly #hookCreate: Statement<[string]>;
+  readonly #hookLease: Statement<[string, number, number | null, string]>;
+  readonly #hookFail: Statement<[string, number, number, string, number]>;
+  readonly #hookRelease: Statement<[string, string]>;
+  readonly #firstKept: Statement<[number], number>;
+  readonly #lowestCursor: Statement<[], number | null>;
+  readonly #prune: Statement<[number]>;
+  readonly #setFloor: Statement<[number]>;
 
   constructor(db: Database.Database) {
     this.reads = new ReadStatements(db);
+    this.#logChange = db.prepare(
+      `INSERT INTO changes (version, kind, id, name, age, city, created_at, updated_at, record_version, at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.#hookCreate = db.prepare(
+      'INSERT INTO webhook_cursors (url, version) SELECT ?, version FROM store_version WHERE true ON CONFLICT DO NOTHING',
+    );
+    this.#hookLease = db.prepare(
+      'UPDATE webhook_cursors SET owner = ?, lease_until = ?, version = coalesce(?, version) WHERE url = ?',
+    );
+    this.#hookFail = db.prepare(
+      `INSERT INTO webhook_failures (url, version, attempts, reason, failed_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT DO NOTHING`,
+    );
+    this.#hookRelease = db.prepare('UPDATE webhook_cursors SET lease_until = 0 WHERE url = ? AND owner = ?');
+    this.#firstKept = db
+      .prepare<[number], number>('SELECT version FROM changes WHERE at >= ? ORDER BY version LIMIT 1')
+      .pluck();
+    this.#lowestCursor = db.prepare<[], number | null>('SELECT min(version) FROM webhook_cursors').pluck();
+    this.#prune = db.prepare('DELETE FROM changes WHERE version <= ?');
+    this.#setFloor = db.prepare('UPDATE store_version SET changes_floor = max(changes_floor, ?)');
     this.#insert = db.prepare(
       `INSERT INTO users (name, age, city, created_at, updated_at, name_folded, city_folded)
        VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *`,
@@ -235,13 +310,57 @@ export class WriteStatements {
     this.setVersion = db.prepare('UPDATE store_version SET version = ?');
   }
 
+  /** Adds one change to the log, in the transaction that made it. */
+  logChange(change: Change): void {
+    const { version, kind, user, at } = change;
+    this.#logChange.run(
+      version,
+      kind,
+      user.id,
+      user.name,
+      user.age,
+      user.city,
+      user.createdAt.getTime(),
+      user.updatedAt.getTime(),
+      user.version,
+      at.getTime(),
+    );
+  }
+
+  /**
+   * Drops the changes older than `retentionMs` that every webhook URL has been given, and raises
+   * the log's floor past them. `version` is the change version inside this transaction.
+   */
+  pruneChanges(retentionMs: number, version: number): void {
+    const firstKept = (this.#firstKept.get(Date.now() - retentionMs) as number | undefined) ?? version + 1;
+    const cursor = this.#lowestCursor.get() as number | null;
+    const last = Math.min(firstKept - 1, cursor ?? Number.POSITIVE_INFINITY);
+    const { floor } = this.reads.changes(0, 0);
+    if (last <= floor) return;
+    this.#prune.run(last);
+    this.#setFloor.run(last);
+  }
+
   /** Runs one step of a write program; SQLite needs no row locks (the writer holds the file's). */
   exec(step: Step): unknown {
     switch (step.op) {
       case 'get':
       case 'lock':
       case 'findKey':
+      case 'hookRow':
         return this.reads.exec(step);
+      case 'hookCreate':
+        this.#hookCreate.run(step.url);
+        return undefined;
+      case 'hookLease':
+        this.#hookLease.run(step.owner, Date.now() + step.leaseMs, step.version ?? null, step.url);
+        return undefined;
+      case 'hookFail':
+        this.#hookFail.run(step.url, step.version, step.attempts, step.reason, Date.now());
+        return undefined;
+      case 'hookRelease':
+        this.#hookRelease.run(step.url, step.owner);
+        return undefined;
       case 'insert': {
         const now = Date.now();
         const { name, age, city } = step.input;

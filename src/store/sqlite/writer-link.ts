@@ -2,7 +2,7 @@ import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { type Change, StoreOpenError, StoreUnavailableError } from '../store.ts';
 import type { WriteRequest } from '../write-rules.ts';
-import { type JobOutcome, SqliteWriter } from './writer.ts';
+import { type JobOutcome, SqliteWriter, type WriterSettings } from './writer.ts';
 import type { FromWriter, ToWriter, WriterData } from './writer-thread.ts';
 
 /** Where the writer runs, seen from the store: batches in, outcomes and committed changes out. */
@@ -22,8 +22,8 @@ export class InlineLink implements WriterLink {
   readonly #writer: SqliteWriter;
   readonly #onChanges: OnChanges;
 
-  constructor(db: Database.Database, busyTimeoutMs: number, onChanges: OnChanges) {
-    this.#writer = new SqliteWriter(':memory:', busyTimeoutMs, db);
+  constructor(db: Database.Database, settings: WriterSettings, onChanges: OnChanges) {
+    this.#writer = new SqliteWriter(':memory:', settings, db);
     this.#onChanges = onChanges;
   }
 
@@ -74,8 +74,8 @@ export class ThreadLink implements WriterLink {
   }
 
   /** Starts the writer thread; rejects with the reason it could not open the database. */
-  static async start(path: string, busyTimeoutMs: number, onChanges: OnChanges): Promise<ThreadLink> {
-    const link = new ThreadLink({ path, busyTimeoutMs }, onChanges);
+  static async start(path: string, settings: WriterSettings, onChanges: OnChanges): Promise<ThreadLink> {
+    const link = new ThreadLink({ path, ...settings }, onChanges);
     await link.#spawn();
     return link;
   }

@@ -1,6 +1,6 @@
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import type { WriteRequest } from '../write-rules.ts';
-import { type BatchResult, SqliteWriter } from './writer.ts';
+import { type BatchResult, SqliteWriter, type WriterSettings } from './writer.ts';
 
 /** Main thread to writer: a batch of writes, or the end. */
 export type ToWriter = { type: 'batch'; id: number; requests: WriteRequest[] } | { type: 'close' };
@@ -17,9 +17,8 @@ export type FromWriter =
   | { type: 'refused'; refusal: string }
   | { type: 'closed' };
 
-export interface WriterData {
+export interface WriterData extends WriterSettings {
   path: string;
-  busyTimeoutMs: number;
 }
 
 // The writer thread: one connection, one transaction per turn. Batches that arrived while the
@@ -28,7 +27,7 @@ export interface WriterData {
 const port = parentPort;
 if (port === null) throw new Error('writer-thread.ts runs as a worker thread');
 const send = (message: FromWriter) => port.postMessage(message);
-const { path, busyTimeoutMs } = workerData as WriterData;
+const { path, ...settings } = workerData as WriterData;
 
 /** How often the files are looked at while no write comes (a deleted log is saved from then on). */
 const WATCH_INTERVAL_MS = 1000;
@@ -36,7 +35,7 @@ const WATCH_INTERVAL_MS = 1000;
 let writer: SqliteWriter | undefined;
 let watching: NodeJS.Timeout | undefined;
 try {
-  writer = new SqliteWriter(path, busyTimeoutMs);
+  writer = new SqliteWriter(path, settings);
   send({ type: 'ready' });
   watching = setInterval(() => {
     const refusal = writer?.watch();

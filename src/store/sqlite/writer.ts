@@ -27,6 +27,15 @@ export interface BatchResult {
 /** How often a connection that met an I/O fault is opened again to check the file. */
 const REOPEN_INTERVAL_MS = 1000;
 
+/** What a writer is told: how long to wait for another process's lock, and how long changes are kept. */
+export interface WriterSettings {
+  busyTimeoutMs: number;
+  retentionMs: number;
+}
+
+/** The change log is pruned at most this often (and twice per retention, for short ones). */
+const CHANGES_PRUNE_INTERVAL_MS = 60_000;
+
 function faultOf(error: unknown): Fault {
   if (isUnavailable(error)) return { unavailable: true, message: `database unavailable: ${error.code}` };
   return { unavailable: false, message: (error as Error).message ?? String(error) };
@@ -45,6 +54,8 @@ function faultOf(error: unknown): Fault {
 export class SqliteWriter {
   readonly #path: string;
   readonly #busyTimeoutMs: number;
+  readonly #retentionMs: number;
+  #prunedAt = 0;
   readonly #rules = new WriteRules();
   readonly #guard: FileGuard | undefined;
   #db: Database.Database;
@@ -57,9 +68,10 @@ export class SqliteWriter {
   #reopenedAt = 0;
 
   /** Opens its own connection to `path`, or uses `db` (the only connection of a `:memory:` database). */
-  constructor(path: string, busyTimeoutMs: number, db?: Database.Database) {
+  constructor(path: string, { busyTimeoutMs, retentionMs }: WriterSettings, db?: Database.Database) {
     this.#path = path;
     this.#busyTimeoutMs = busyTimeoutMs;
+    this.#retentionMs = retentionMs;
     this.#db = db ?? openDatabase(path, { busyTimeoutMs });
     this.#statements = this.#prepare();
     this.#guard = path === ':memory:' ? undefined : new FileGuard(path);
@@ -97,7 +109,12 @@ export class SqliteWriter {
         savepoint.run();
         try {
           const outcome = runNow(this.#rules.program(request), (step) => this.#statements.exec(step));
-          if (outcome.change !== undefined) changes.push({ version: ++version, ...outcome.change, at });
+          if (outcome.change !== undefined) {
+            const change = { version: version + 1, ...outcome.change, at };
+            this.#statements.logChange(change);
+            version++;
+            changes.push(change);
+          }
           release.run();
           outcomes.push({ ok: true, value: outcome.value });
         } catch (error) {
@@ -107,6 +124,10 @@ export class SqliteWriter {
         }
       }
       if (version !== start) this.#statements.setVersion.run(version);
+      if (at.getTime() - this.#prunedAt >= Math.min(CHANGES_PRUNE_INTERVAL_MS, this.#retentionMs / 2)) {
+        this.#prunedAt = at.getTime();
+        this.#statements.pruneChanges(this.#retentionMs, version);
+      }
       commit.run();
     } catch (error) {
       if (this.#db.inTransaction) {

@@ -1,0 +1,25 @@
+import type { Change, ChangeKind } from '../store/store.ts';
+import { recordJson } from '../users/present.ts';
+
+/** The fields an event shows of the record: its id and the contract's three. */
+const EVENT_FIELDS = ['id', 'name', 'age', 'city'] as const;
+
+export type EventType = `user.${ChangeKind}`;
+
+export function eventType(change: Change): EventType {
+  return `user.${change.kind}`;
+}
+
+/**
+ * The one JSON form of a change, for the event stream's `data:` and each webhook's body:
+ * `{"type":"user.created","timestamp":"<RFC 3339>","data":{"id":7,"name":"Ada","age":"36","city":"London"}}`.
+ * `timestamp` is when the change was committed; for a deletion, `data` is the record as it was.
+ */
+export function eventJson(change: Change): string {
+  return `{"type":"${eventType(change)}","timestamp":"${change.at.toISOString()}","data":${recordJson(change.user, EVENT_FIELDS)}}`;
+}
+
+/** One Server-Sent Event: the change version as its id, the type as its name, the JSON as its data. */
+export function sseEvent(change: Change): string {
+  return `id: ${change.version}\nevent: ${eventType(change)}\ndata: ${eventJson(change)}\n\n`;
+}

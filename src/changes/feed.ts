@@ -1,0 +1,151 @@
+import type { Change, UserStore } from '../store/store.ts';
+
+/** Changes read from the log at a time. */
+export const PAGE = 500;
+
+/** One follower of the feed: given every change after its position, once, in version order. */
+export interface Follower {
+  /** The last version it was given. */
+  readonly last: number;
+  /** Whether it has ended (it is then neither read for nor attached). */
+  readonly ended: boolean;
+  /** Takes these changes (those at or below `last` are skipped by the follower). */
+  take(changes: readonly Change[]): void;
+  /** The log was reset under it (a restore) or the store went away: it must end. */
+  end(why: string): void;
+}
+
+/**
+ * This process's view of the change log: one position, moved forward by this store's own commits
+ * (handed over as they commit, without reading anything) and by the log, read when another process
+ * may have committed (the store's `watch`). Each change is handed to every follower once, in
+ * version order, from one read however many follow; a follower that starts behind reads its own
+ * way up to the position first (`catchUp`).
+ */
+export class ChangeFeed {
+  readonly #store: UserStore;
+  readonly #followers = new Set<Follower>();
+  /** The last version handed out; undefined until the first follower comes. */
+  #position: number | undefined;
+  #stopWatch: (() => void) | undefined;
+  #reading = false;
+  #again = false;
+
+  constructor(store: UserStore) {
+    this.#store = store;
+    store.onCommit((commit) => this.#committed(commit.changes));
+  }
+
+  get followers(): number {
+    return this.#followers.size;
+  }
+
+  /** The version the feed has handed out up to; starts watching the log on first use. */
+  async position(): Promise<number> {
+    if (this.#position === undefined) {
+      const { version } = await this.#store.changes(0, 0);
+      this.#position ??= version;
+      this.#stopWatch ??= this.#store.watch(() => this.wake());
+    }
+    return this.#position;
+  }
+
+  /**
+   * Brings `follower` up to the feed's position from the log, then attaches it. The last step is
+   * synchronous, so no change falls between the pages it read and those the feed hands it.
+   * Rejects with the page's floor when the log no longer holds what it needs.
+   */
+  async follow(follower: Follower, send: (changes: readonly Change[]) => Promise<void>): Promise<void> {
+    while (!follower.ended) {
+      await this.position();
+      if (follower.ended) return;
+      // Compared with the position as it is now, in the same step as the attach.
+      if (follower.last >= (this.#position as number)) {
+        this.#followers.add(follower);
+        return;
+      }
+      const page = await this.#store.changes(follower.last, PAGE);
+      if (page.floor > follower.last || page.version < follower.last) throw new LogMoved(page.floor, page.version);
+      if (page.changes.length === 0) {
+        // The feed is ahead of what this read saw (a commit a moment later): read again.
+        await new Promise((resolve) => setImmediate(resolve));
+        continue;
+      }
+      await send(page.changes);
+    }
+  }
+
+  leave(follower: Follower): void {
+    this.#followers.delete(follower);
+  }
+
+  /** Another process may have committed: reads the log from the position on. */
+  wake(): void {
+    if (this.#position === undefined) return;
+    if (this.#reading) {
+      this.#again = true;
+      return;
+    }
+    void this.#read();
+  }
+
+  stop(): void {
+    this.#stopWatch?.();
+    this.#stopWatch = undefined;
+    for (const follower of this.#followers) follower.end('the service is stopping');
+    this.#followers.clear();
+  }
+
+  /** This store's own commit: handed out at once when it follows the position, else read from the log. */
+  #committed(changes: readonly Change[]): void {
+    if (this.#position === undefined) return;
+    if (this.#reading || changes[0]?.version !== this.#position + 1) return this.wake();
+    this.#handOut(changes);
+  }
+
+  #handOut(changes: readonly Change[]): void {
+    const last = changes.at(-1);
+    if (last === undefined) return;
+    this.#position = last.version;
+    for (const follower of this.#followers) follower.take(changes);
+  }
+
+  async #read(): Promise<void> {
+    this.#reading = true;
+    try {
+      do {
+        this.#again = false;
+        for (;;) {
+          const position = this.#position as number;
+          const page = await this.#store.changes(position, PAGE);
+          if (page.version < position || page.floor > position) {
+            // The log was replaced (a restore): every follower must start again from a listing.
+            this.#position = page.version;
+            for (const follower of this.#followers) follower.end('the change log was reset by a restore');
+            this.#followers.clear();
+            break;
+          }
+          this.#handOut(page.changes.filter((change) => change.version > (this.#position as number)));
+          if (page.changes.length < PAGE) break;
+        }
+      } while (this.#again);
+    } catch {
+      // The database is unavailable: the next wake-up (a commit, or the watch's next look) tries again.
+    } finally {
+      this.#reading = false;
+    }
+  }
+}
+
+/** The log no longer holds the changes after a follower's position (retention, or a restore). */
+export class LogMoved extends Error {
+  override name = 'LogMoved';
+  readonly floor: number;
+  readonly version: number;
+
+  constructor(floor: number, version: number) {
+    super(`the change log now starts after version ${floor} and ends at ${version}`);
+    this.floor = floor;
+    this.version = version;
+  }
+}

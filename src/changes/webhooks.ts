@@ -1,0 +1,286 @@
+import { createHmac, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { FastifyBaseLogger } from 'fastify';
+import { VERSION } from '../config/version.ts';
+import type { Change, HookFailure, UserStore } from '../store/store.ts';
+import { eventJson } from './event.ts';
+
+/** A delivery is retried for this long after its change was committed, then given up on. */
+export const WEBHOOK_RETRY_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+/** How long a process holds a URL once it claimed it, renewed while it delivers. */
+const LEASE_MS = 10_000;
+/** The lease is renewed when less than this is left of it. */
+const RENEW_BEFORE_MS = 6_000;
+/** A URL another process holds is asked for again this often. */
+const CLAIM_INTERVAL_MS = 2_000;
+/** Delivered positions are saved at most this often (a crash delivers at most these again). */
+const SAVE_INTERVAL_MS = 200;
+/** Changes read from the log at a time. */
+const PAGE = 200;
+/** The first retry comes after about this long, then twice as long each time, up to MAX_BACKOFF_MS. */
+const FIRST_BACKOFF_MS = 500;
+const MAX_BACKOFF_MS = 10 * 60 * 1000;
+
+export interface WebhookOptions {
+  urls: readonly string[];
+  /** The signing key's bytes (WEBHOOK_SECRET without `whsec_`, decoded). */
+  secret: Buffer;
+  timeoutMs: number;
+}
+
+/** What deliveries tell the metrics. */
+export interface WebhookCounts {
+  delivered(): void;
+  retried(): void;
+  failed(): void;
+}
+
+/** The Standard Webhooks headers of one attempt: the id stays, the timestamp and signature are of this attempt. */
+export function signedHeaders(id: string, body: string, secret: Buffer, now = Date.now()): Record<string, string> {
+  const timestamp = String(Math.floor(now / 1000));
+  const signature = createHmac('sha256', secret).update(`${id}.${timestamp}.${body}`).digest('base64');
+  return { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': `v1,${signature}` };
+}
+
+/** A delivery's id: the change version, the same for every attempt and every URL. */
+export function webhookId(change: Change): string {
+  return `msg_${change.version}`;
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done);
+  });
+
+/**
+ * Posts every change to every webhook URL, in version order per URL, at least once. The change log
+ * is the outbox: each URL has a cursor in the database (the last version it took) and a lease, so
+ * that one process at a time delivers to it, whichever instance or worker that is; a process that
+ * dies loses its lease when it runs out and another (or its restart) goes on from the cursor. A
+ * receiver that fails is retried with exponential backoff and jitter until its change is
+ * WEBHOOK_RETRY_WINDOW_MS old; then the delivery is recorded as failed and the next one goes.
+ * Nothing here is on a request's path: a slow or dead receiver only delays its own deliveries.
+ */
+export class WebhookDeliveries {
+  readonly #store: UserStore;
+  readonly #options: WebhookOptions;
+  readonly #log: FastifyBaseLogger;
+  readonly #counts: WebhookCounts;
+  readonly #owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  readonly #stop = new AbortController();
+  readonly #wakers = new Set<() => void>();
+  #running: Promise<void>[] = [];
+
+  constructor(store: UserStore, options: WebhookOptions, log: FastifyBaseLogger, counts: WebhookCounts) {
+    this.#store = store;
+    this.#options = options;
+    this.#log = log;
+    this.#counts = counts;
+    store.onCommit(() => this.wake());
+  }
+
+  start(): void {
+    this.#running = this.#options.urls.map((url) => this.#serve(url));
+  }
+
+  /** New changes may be in the log (a commit here, or another process's). */
+  wake(): void {
+    for (const wake of this.#wakers) wake();
+  }
+
+  /** Ends the deliveries: the attempt in flight finishes, positions are saved and leases let go. */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    this.wake();
+    await Promise.all(this.#running);
+  }
+
+  /** Waits for a wake-up, the stop, or `ms`. */
+  #idle(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.#wakers.delete(done);
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#wakers.add(done);
+      if (this.#stop.signal.aborted) done();
+    });
+  }
+
+  async #serve(url: string): Promise<void> {
+    const signal = this.#stop.signal;
+    while (!signal.aborted) {
+      let cursor: number | undefined;
+      try {
+        cursor = await this.#store.claimHook(url, this.#owner, LEASE_MS);
+      } catch (error) {
+        this.#log.warn({ err: error, webhook: url }, 'webhooks: could not claim the URL; trying again');
+      }
+      if (cursor === undefined) {
+        await this.#idle(CLAIM_INTERVAL_MS);
+        continue;
+      }
+      await new Delivery(url, cursor, this.#owner, this.#store, this.#options, this.#log, this.#counts, signal, (ms) =>
+        this.#idle(ms),
+      ).run();
+    }
+  }
+}
+
+/** One process's turn at delivering to one URL: from the claimed cursor until the lease is lost or the service stops. */
+class Delivery {
+  readonly #url: string;
+  readonly #owner: string;
+  readonly #store: UserStore;
+  readonly #options: WebhookOptions;
+  readonly #log: FastifyBaseLogger;
+  readonly #counts: WebhookCounts;
+  readonly #signal: AbortSignal;
+  readonly #idle: (ms: number) => Promise<void>;
+  /** The last version delivered (or given up on), and the last saved. */
+  #cursor: number;
+  #saved: number;
+  #savedAt = Date.now();
+  #leaseUntil = Date.now() + LEASE_MS;
+  #failures: HookFailure[] = [];
+  #held = true;
+
+  constructor(
+    url: string,
+    cursor: number,
+    owner: string,
+    store: UserStore,
+    options: WebhookOptions,
+    log: FastifyBaseLogger,
+    counts: WebhookCounts,
+    signal: AbortSignal,
+    idle: (ms: number) => Promise<void>,
+  ) {
+    this.#url = url;
+    this.#cursor = cursor;
+    this.#saved = cursor;
+    this.#owner = owner;
+    this.#store = store;
+    this.#options = options;
+    this.#log = log;
+    this.#counts = counts;
+    this.#signal = signal;
+    this.#idle = idle;
+  }
+
+  async run(): Promise<void> {
+    try {
+      while (this.#held && !this.#signal.aborted) {
+        await this.#keep();
+        if (!this.#held) break;
+        const page = await this.#store.changes(this.#cursor, PAGE);
+        if (page.floor > this.#cursor) {
+          // Pruned or restored under it: what it missed is gone from the log.
+          this.#log.warn({ webhook: this.#url, from: this.#cursor, to: page.floor }, 'webhooks: changes no longer in the log were skipped');
+          this.#cursor = page.floor;
+        }
+        if (page.changes.length === 0) {
+          await this.#idle(Math.min(SAVE_INTERVAL_MS * 5, LEASE_MS - RENEW_BEFORE_MS));
+          continue;
+        }
+        for (const change of page.changes) {
+          if (!(await this.#deliver(change))) break;
+          this.#cursor = change.version;
+          await this.#keep();
+          if (!this.#held) break;
+        }
+      }
+    } catch (error) {
+      this.#log.warn({ err: error, webhook: this.#url }, 'webhooks: delivery interrupted; trying again');
+      await this.#idle(CLAIM_INTERVAL_MS);
+    }
+    if (this.#held) await this.#save(true).catch(() => undefined);
+  }
+
+  /** Saves the position when due, and renews the lease before it runs out. */
+  async #keep(): Promise<void> {
+    const now = Date.now();
+    const due = this.#cursor !== this.#saved && now - this.#savedAt >= SAVE_INTERVAL_MS;
+    if (due || this.#leaseUntil - now < RENEW_BEFORE_MS) await this.#save(false);
+  }
+
+  async #save(release: boolean): Promise<void> {
+    const failures = this.#failures;
+    const cursor = this.#cursor;
+    const asked = Date.now();
+    this.#held = await this.#store.advanceHook(this.#url, this.#owner, cursor, LEASE_MS, failures);
+    this.#failures = this.#failures.slice(failures.length);
+    this.#saved = cursor;
+    this.#savedAt = Date.now();
+    this.#leaseUntil = asked + LEASE_MS;
+    if (release && this.#held) await this.#store.releaseHook(this.#url, this.#owner);
+    if (!this.#held) this.#log.info({ webhook: this.#url }, 'webhooks: another process delivers to this URL now');
+  }
+
+  /** Delivers one change, retrying; false when the turn ended first (stop, or the lease lost). */
+  async #deliver(change: Change): Promise<boolean> {
+    const body = eventJson(change);
+    const id = webhookId(change);
+    for (let attempt = 1; ; attempt++) {
+      if (this.#signal.aborted || !this.#held) return false;
+      // Never send on a lease that may have run out: another process may hold the URL by then.
+      if (this.#leaseUntil - Date.now() < RENEW_BEFORE_MS) {
+        await this.#save(false);
+        if (!this.#held) return false;
+      }
+      const outcome = await this.#attempt(id, body);
+      if (outcome === undefined) {
+        this.#counts.delivered();
+        return true;
+      }
+      if (Date.now() - change.at.getTime() >= WEBHOOK_RETRY_WINDOW_MS) {
+        this.#counts.failed();
+        this.#failures.push({ version: change.version, attempts: attempt, reason: outcome });
+        this.#log.error({ webhook: this.#url, id, attempts: attempt, reason: outcome }, 'webhooks: delivery failed for good');
+        return true;
+      }
+      this.#counts.retried();
+      const backoff = Math.min(FIRST_BACKOFF_MS * 2 ** (attempt - 1), MAX_BACKOFF_MS);
+      const wait = backoff / 2 + Math.random() * (backoff / 2);
+      this.#log.warn({ webhook: this.#url, id, attempt, reason: outcome, retryInMs: Math.round(wait) }, 'webhooks: delivery failed; will retry');
+      // Sleeps in slices, so the lease is renewed during a long wait.
+      for (let until = Date.now() + wait; Date.now() < until && !this.#signal.aborted && this.#held; ) {
+        await sleep(Math.min(until - Date.now(), LEASE_MS - RENEW_BEFORE_MS), this.#signal);
+        await this.#keep();
+      }
+    }
+  }
+
+  /** One POST; undefined when the receiver took it (2xx), else why not. */
+  async #attempt(id: string, body: string): Promise<string | undefined> {
+    try {
+      const response = await fetch(this.#url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': `user-records/${VERSION}`,
+          ...signedHeaders(id, body, this.#options.secret),
+        },
+        body,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(this.#options.timeoutMs),
+      });
+      await response.body?.cancel().catch(() => undefined);
+      return response.status >= 200 && response.status < 300 ? undefined : `answered ${response.status}`;
+    } catch (error) {
+      const cause = (error as { cause?: { code?: string } }).cause?.code;
+      if ((error as Error).name === 'TimeoutError') return `no answer within ${this.#options.timeoutMs} ms`;
+      return cause ?? (error as Error).message;
+    }
+  }
+}
