@@ -70,7 +70,7 @@ export async function importCommand(config: Config, options: ImportOptions): Pro
       throw new CommandFailed(`cannot read ${options.file}: ${(error as Error).message}`);
     }
   }
-  const input = stdin ? process.stdin : createReadStream(options.file, { highWaterMark: 16 * 1024 });
+  const input = stdin ? process.stdin : createReadStream(options.file, { highWaterMark: 64 * 1024 });
   const seen = { bytes: 0 };
   const text = utf8Text(counted(input, seen));
   const rejectsPath = options.rejects ?? (stdin ? `rejects.${format}` : `${options.file}.rejects.${format}`);
