@@ -46,7 +46,7 @@ const PEER_ROWS: Array<[WorkloadName, number]> = [
  * The service beside Directus, each database beside the same database, measured in the same run:
  * requests/s, and how many times Directus's rate the service's is. Empty when Directus did not run.
  */
-function directusTable(results: BenchResults): string {
+export function directusTable(results: BenchResults): string {
   const pairs = (
     [
       ['sqlite', 'directus-sqlite', 'SQLite'],

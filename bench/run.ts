@@ -7,6 +7,7 @@ import { killStarted } from './child-server.ts';
 import { pinCpus } from './cpu-pinning.ts';
 import { printable, writeResults } from './output.ts';
 import { type PeerChoice, peerSystems, preparePeers } from './peers.ts';
+import { writeComparison } from './comparison-section.ts';
 import { writeReadme } from './readme-section.ts';
 import { plan } from './plan.ts';
 import { type PostgresCluster, startPostgres } from './postgres.ts';
@@ -155,6 +156,10 @@ async function main(): Promise<void> {
   if (outputName === 'latest') {
     writeReadme(join(ROOT, 'README.md'), results);
     files.push(join(ROOT, 'README.md'));
+    if (peerSpecs.length > 0) {
+      writeComparison(join(ROOT, 'docs/comparison.md'), results, 'bench/results/latest.json');
+      files.push(join(ROOT, 'docs/comparison.md'));
+    }
   }
   log(`\n${printable(results)}\n`);
   log(
