@@ -85,6 +85,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/users/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow every change as it happens
+         * @description A `text/event-stream` of every change to the records, in change-version order: `id:` the change version, `event:` `user.created`, `user.updated` or `user.deleted`, `data:` the same JSON as a webhook body (for a deletion, the record as it was). Reconnecting with `Last-Event-ID` (browsers do so themselves) or `?after=` gets every change after that id first, with no gap and no repeat. An idle stream gets a comment line every `EVENTS_HEARTBEAT_MS`. The stream never ends, so this page cannot show it: follow it with `curl -N` or an `EventSource`. See docs/changes.md.
+         */
+        get: operations["streamUserEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /**
+         * The methods this path serves
+         * @description No body; `Allow` lists the methods. A browser’s CORS preflight is answered before this.
+         */
+        options: operations["optionsUsersEvents"];
+        /**
+         * Follow every change as it happens
+         * @description A `text/event-stream` of every change to the records, in change-version order: `id:` the change version, `event:` `user.created`, `user.updated` or `user.deleted`, `data:` the same JSON as a webhook body (for a deletion, the record as it was). Reconnecting with `Last-Event-ID` (browsers do so themselves) or `?after=` gets every change after that id first, with no gap and no repeat. An idle stream gets a comment line every `EVENTS_HEARTBEAT_MS`. The stream never ends, so this page cannot show it: follow it with `curl -N` or an `EventSource`. See docs/changes.md.
+         */
+        head: operations["streamUserEventsHead"];
+        patch?: never;
+        trace?: never;
+    };
     "/users": {
         parameters: {
             query?: never;
@@ -214,7 +242,28 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    userChanged: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A record was created, updated or deleted
+         * @description POSTed to every URL in WEBHOOK_URLS for every change, in change-version order per URL, at least once (dedupe by `webhook-id`). Signed per Standard Webhooks with WEBHOOK_SECRET: verify with the `standardwebhooks` package. A 2xx answer takes it; anything else, or no answer within WEBHOOK_TIMEOUT_MS, is retried with backoff for 24 hours. See docs/changes.md.
+         */
+        post: operations["userChanged"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -640,6 +689,223 @@ export interface operations {
             };
             /** @description The URL is longer than 8 KiB. */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An internal error; the cause is logged, not shown. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The database is not reachable, the service is overloaded or shutting down; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    streamUserEvents: {
+        parameters: {
+            query?: {
+                /** @description A whole number of up to 15 digits (the id of the last event received): the stream starts with the changes after it. `Last-Event-ID` wins over it. Without either, only changes from now on. */
+                after?: number;
+            };
+            header?: {
+                /** @description A whole number of up to 15 digits (the id of the last event received); browsers' EventSource sends it when they reconnect. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream; it stays open. Each event is `id`, `event` and `data` lines; lines starting with `:` are comments. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Invalid input (every bad parameter is listed in `errors`), a malformed body or an unsupported body type. Nothing was stored. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Tokens are configured and this request had none, or a wrong one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The change log no longer holds the changes after that event id (older than CHANGES_RETENTION, or from before a restore): list the records again, then follow the stream from now. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The URL is longer than 8 KiB. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error; the cause is logged, not shown. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is not reachable, the service is overloaded or shutting down; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    optionsUsersEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No body; Allow lists the methods. */
+            204: {
+                headers: {
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Tokens are configured and this request had none, or a wrong one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The URL is longer than 8 KiB. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is not reachable, the service is overloaded or shutting down; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    streamUserEventsHead: {
+        parameters: {
+            query?: {
+                /** @description A whole number of up to 15 digits (the id of the last event received): the stream starts with the changes after it. `Last-Event-ID` wins over it. Without either, only changes from now on. */
+                after?: number;
+            };
+            header?: {
+                /** @description A whole number of up to 15 digits (the id of the last event received); browsers' EventSource sends it when they reconnect. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream; it stays open. Each event is `id`, `event` and `data` lines; lines starting with `:` are comments. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input (every bad parameter is listed in `errors`), a malformed body or an unsupported body type. Nothing was stored. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Tokens are configured and this request had none, or a wrong one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The change log no longer holds the changes after that event id (older than CHANGES_RETENTION, or from before a restore): list the records again, then follow the stream from now. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The URL is longer than 8 KiB. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2025,6 +2291,57 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
+            };
+        };
+    };
+    userChanged: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery id, `msg_` and the change version; the same on every retry. */
+                "webhook-id": string;
+                /** @description When this attempt was sent, in seconds since the epoch. */
+                "webhook-timestamp": string;
+                /** @description `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` with the secret. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    type: "user.created" | "user.updated" | "user.deleted";
+                    /**
+                     * Format: date-time
+                     * @description When the change was committed.
+                     */
+                    timestamp: string;
+                    /** @description The record after the change; for a deletion, as it was. */
+                    data: {
+                        id: number;
+                        name: string;
+                        age: string;
+                        city: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Taken (any 2xx will do). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not taken: retried with backoff for 24 hours. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

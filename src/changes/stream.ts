@@ -42,7 +42,13 @@ class StreamFollower implements Follower {
   #ended = false;
   readonly #onEnd: () => void;
 
-  constructor(last: number, body: Readable, socketBuffer: () => number, sent: StreamOptions['sent'], onEnd: () => void) {
+  constructor(
+    last: number,
+    body: Readable,
+    socketBuffer: () => number,
+    sent: StreamOptions['sent'],
+    onEnd: () => void,
+  ) {
     this.last = last;
     this.#body = body;
     this.#socketBuffer = socketBuffer;
@@ -144,12 +150,13 @@ export function registerEventStream(
         operationId: 'streamUserEvents',
         summary: 'Follow every change as it happens',
         description:
-          'A `text/event-stream` of every change to the records, in change-version order: `id:` the change version, `event:` `user.created`, `user.updated` or `user.deleted`, `data:` the same JSON as a webhook body (for a deletion, the record as it was). Reconnecting with `Last-Event-ID` (browsers do so themselves) or `?after=` gets every change after that id first, with no gap and no repeat. An idle stream gets a comment line every `EVENTS_HEARTBEAT_MS`. See docs/changes.md.',
+          'A `text/event-stream` of every change to the records, in change-version order: `id:` the change version, `event:` `user.created`, `user.updated` or `user.deleted`, `data:` the same JSON as a webhook body (for a deletion, the record as it was). Reconnecting with `Last-Event-ID` (browsers do so themselves) or `?after=` gets every change after that id first, with no gap and no repeat. An idle stream gets a comment line every `EVENTS_HEARTBEAT_MS`. The stream never ends, so this page cannot show it: follow it with `curl -N` or an `EventSource`. See docs/changes.md.',
         querystring: EventsQuery,
         headers: EventsHeaders,
         response: {
           200: {
-            description: 'The stream; it stays open. Each event is `id`, `event` and `data` lines; lines starting with `:` are comments.',
+            description:
+              'The stream; it stays open. Each event is `id`, `event` and `data` lines; lines starting with `:` are comments.',
             content: { 'text/event-stream': { schema: { type: 'string' } } },
           },
           ...problemResponses(400, 410, 500, 503),

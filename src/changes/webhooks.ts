@@ -186,7 +186,10 @@ class Delivery {
         const page = await this.#store.changes(this.#cursor, PAGE);
         if (page.floor > this.#cursor) {
           // Pruned or restored under it: what it missed is gone from the log.
-          this.#log.warn({ webhook: this.#url, from: this.#cursor, to: page.floor }, 'webhooks: changes no longer in the log were skipped');
+          this.#log.warn(
+            { webhook: this.#url, from: this.#cursor, to: page.floor },
+            'webhooks: changes no longer in the log were skipped',
+          );
           this.#cursor = page.floor;
         }
         if (page.changes.length === 0) {
@@ -246,15 +249,21 @@ class Delivery {
       if (Date.now() - change.at.getTime() >= WEBHOOK_RETRY_WINDOW_MS) {
         this.#counts.failed();
         this.#failures.push({ version: change.version, attempts: attempt, reason: outcome });
-        this.#log.error({ webhook: this.#url, id, attempts: attempt, reason: outcome }, 'webhooks: delivery failed for good');
+        this.#log.error(
+          { webhook: this.#url, id, attempts: attempt, reason: outcome },
+          'webhooks: delivery failed for good',
+        );
         return true;
       }
       this.#counts.retried();
       const backoff = Math.min(FIRST_BACKOFF_MS * 2 ** (attempt - 1), MAX_BACKOFF_MS);
       const wait = backoff / 2 + Math.random() * (backoff / 2);
-      this.#log.warn({ webhook: this.#url, id, attempt, reason: outcome, retryInMs: Math.round(wait) }, 'webhooks: delivery failed; will retry');
+      this.#log.warn(
+        { webhook: this.#url, id, attempt, reason: outcome, retryInMs: Math.round(wait) },
+        'webhooks: delivery failed; will retry',
+      );
       // Sleeps in slices, so the lease is renewed during a long wait.
-      for (let until = Date.now() + wait; Date.now() < until && !this.#signal.aborted && this.#held; ) {
+      for (let until = Date.now() + wait; Date.now() < until && !this.#signal.aborted && this.#held;) {
         await sleep(Math.min(until - Date.now(), LEASE_MS - RENEW_BEFORE_MS), this.#signal);
         await this.#keep();
       }

@@ -1,4 +1,4 @@
-import swagger from '@fastify/swagger';
+import swagger, { type OpenAPIV3_2 } from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 import { VERSION } from '../config/version.ts';
@@ -238,6 +238,83 @@ function withCommonResponses(given: { schema: FastifySchema; url: string; route:
  * The OpenAPI 3.1 document, generated from the route schemas that validate requests, at
  * `/openapi.json`, and a Swagger UI page for it at `/docs` that loads nothing from the internet.
  */
+/** The webhook each receiver in WEBHOOK_URLS gets, one per change, for the document's `webhooks`. */
+const WEBHOOKS: NonNullable<OpenAPIV3_2.Document['webhooks']> = {
+  userChanged: {
+    post: {
+      operationId: 'userChanged',
+      summary: 'A record was created, updated or deleted',
+      description:
+        'POSTed to every URL in WEBHOOK_URLS for every change, in change-version order per URL, at least once (dedupe by `webhook-id`). Signed per Standard Webhooks with WEBHOOK_SECRET: verify with the `standardwebhooks` package. A 2xx answer takes it; anything else, or no answer within WEBHOOK_TIMEOUT_MS, is retried with backoff for 24 hours. See docs/changes.md.',
+      tags: ['users'],
+      parameters: [
+        {
+          name: 'webhook-id',
+          in: 'header',
+          required: true,
+          description: 'The delivery id, `msg_` and the change version; the same on every retry.',
+          schema: { type: 'string', examples: ['msg_42'] },
+        },
+        {
+          name: 'webhook-timestamp',
+          in: 'header',
+          required: true,
+          description: 'When this attempt was sent, in seconds since the epoch.',
+          schema: { type: 'string', examples: ['1795400000'] },
+        },
+        {
+          name: 'webhook-signature',
+          in: 'header',
+          required: true,
+          description: '`v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` with the secret.',
+          schema: { type: 'string' },
+        },
+      ],
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['type', 'timestamp', 'data'],
+              properties: {
+                type: { type: 'string', enum: ['user.created', 'user.updated', 'user.deleted'] },
+                timestamp: { type: 'string', format: 'date-time', description: 'When the change was committed.' },
+                data: {
+                  type: 'object',
+                  additionalProperties: false,
+                  required: ['id', 'name', 'age', 'city'],
+                  description: 'The record after the change; for a deletion, as it was.',
+                  properties: {
+                    id: { type: 'integer', minimum: 1 },
+                    name: { type: 'string' },
+                    age: { type: 'string', pattern: '^[0-9]{1,3}$' },
+                    city: { type: 'string' },
+                  },
+                },
+              },
+            },
+            examples: {
+              created: {
+                value: {
+                  type: 'user.created',
+                  timestamp: '2026-11-23T10:00:00.000Z',
+                  data: { id: 7, name: 'Ada', age: '36', city: 'London' },
+                },
+              },
+            },
+          },
+        },
+      },
+      responses: {
+        '200': { description: 'Taken (any 2xx will do).' },
+        default: { description: 'Not taken: retried with backoff for 24 hours.' },
+      },
+    },
+  },
+};
+
 export async function registerDocs(app: FastifyInstance, tokens: boolean): Promise<void> {
   await app.register(swagger, {
     openapi: {
@@ -249,6 +326,8 @@ export async function registerDocs(app: FastifyInstance, tokens: boolean): Promi
           'Stores and serves user records (name, age, city). The unversioned paths are version 1 and stay compatible. Errors are RFC 9457 problem details. `POST`, `PUT` and `PATCH` take their fields in the query string, as documented here, or instead as a JSON or form body (never both). Every path answers 405 with `Allow` to a method it does not serve, and `OPTIONS` with the methods it serves.',
         license: { name: 'MIT', identifier: 'MIT' },
       },
+      // Every change is also POSTed to each of WEBHOOK_URLS, signed per Standard Webhooks.
+      webhooks: WEBHOOKS,
       tags: [
         { name: 'users', description: 'The user records' },
         { name: 'operations', description: 'Health and documentation' },

@@ -5,7 +5,8 @@ import type { UserStore } from './store.ts';
 
 /** The store DATABASE_URL names, its schema brought up to date; `check` also checks an SQLite file whole. */
 export async function openStore(
-  config: Pick<Config, 'database' | 'databaseTimeoutMs' | 'databasePoolSize'> & Partial<Pick<Config, 'changesRetentionMs'>>,
+  config: Pick<Config, 'database' | 'databaseTimeoutMs' | 'databasePoolSize'> &
+    Partial<Pick<Config, 'changesRetentionMs'>>,
   options: { check?: boolean } = {},
 ): Promise<UserStore> {
   const { database } = config;

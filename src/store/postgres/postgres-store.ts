@@ -161,7 +161,11 @@ export class PostgresStore implements UserStore {
     let client: pg.Client | undefined;
     const listen = () => {
       if (stopped) return;
-      const next = new pg.Client({ connectionString: this.#url, application_name: 'user-records-listen', keepAlive: true });
+      const next = new pg.Client({
+        connectionString: this.#url,
+        application_name: 'user-records-listen',
+        keepAlive: true,
+      });
       client = next;
       const retry = () => {
         next.removeAllListeners('error');
@@ -171,10 +175,7 @@ export class PostgresStore implements UserStore {
       };
       next.on('error', retry);
       next.on('notification', () => wake());
-      next.connect().then(
-        () => next.query(`LISTEN ${CHANGES_CHANNEL}`).then(() => wake(), retry),
-        retry,
-      );
+      next.connect().then(() => next.query(`LISTEN ${CHANGES_CHANNEL}`).then(() => wake(), retry), retry);
     };
     listen();
     const poll = setInterval(wake, WATCH_POLL_MS);

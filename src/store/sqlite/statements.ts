@@ -133,7 +133,9 @@ export class ReadStatements {
 
   hook(url: string): HookRow | undefined {
     const row = this.#hook.get(url);
-    return row === undefined ? undefined : { version: row.version, owner: row.owner, leaseLive: row.lease_until > Date.now() };
+    return row === undefined
+      ? undefined
+      : { version: row.version, owner: row.owner, leaseLive: row.lease_until > Date.now() };
   }
 
   findKey(key: string): KeyRow | undefined {
