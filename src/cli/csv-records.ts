@@ -80,8 +80,13 @@ function scan(buffer: string, startLine: number, final: boolean): { records: Csv
           break;
         }
         const next = buffer.charCodeAt(p);
-        if (next === CR && p + 1 === end && !final) return { records, rest: buffer.slice(recordStart), line: recordLine };
-        const ends = p === end || next === COMMA || next === LF || (next === CR && (p + 1 === end || buffer.charCodeAt(p + 1) === LF));
+        if (next === CR && p + 1 === end && !final)
+          return { records, rest: buffer.slice(recordStart), line: recordLine };
+        const ends =
+          p === end ||
+          next === COMMA ||
+          next === LF ||
+          (next === CR && (p + 1 === end || buffer.charCodeAt(p + 1) === LF));
         if (!ends) {
           throw new CsvSyntaxError(
             line,
@@ -94,12 +99,18 @@ function scan(buffer: string, startLine: number, final: boolean): { records: Csv
           const c = buffer.charCodeAt(q);
           if (c === COMMA || c === LF) break;
           if (c === QUOTE)
-            throw new CsvSyntaxError(line, 'Invalid Opening Quote: a quote inside a field that does not start with one');
+            throw new CsvSyntaxError(
+              line,
+              'Invalid Opening Quote: a quote inside a field that does not start with one',
+            );
           q++;
         }
         if (q === end && !final) return { records, rest: buffer.slice(recordStart), line: recordLine };
         // The CR of a CRLF (or of the text's last line) is not part of the field.
-        value = buffer.slice(p, q > p && buffer.charCodeAt(q - 1) === CR && (q === end || buffer.charCodeAt(q) === LF) ? q - 1 : q);
+        value = buffer.slice(
+          p,
+          q > p && buffer.charCodeAt(q - 1) === CR && (q === end || buffer.charCodeAt(q) === LF) ? q - 1 : q,
+        );
         p = q;
       }
       fields.push(value);
@@ -131,4 +142,17 @@ function countLineBreaks(text: string, from: number, to: number): number {
   let n = 0;
   for (let i = text.indexOf('\n', from); i !== -1 && i < to; i = text.indexOf('\n', i + 1)) n++;
   return n;
+}
+
+const NEEDS_QUOTES = /[",\r\n]/;
+
+/** One CSV record, CRLF-ended; a field is quoted only when it holds a quote, a comma or a line break. */
+export function csvLine(fields: readonly string[]): string {
+  let line = '';
+  for (let i = 0; i < fields.length; i++) {
+    const field = fields[i] as string;
+    if (i > 0) line += ',';
+    line += NEEDS_QUOTES.test(field) ? `"${field.replaceAll('"', '""')}"` : field;
+  }
+  return `${line}\r\n`;
 }

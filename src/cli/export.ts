@@ -1,14 +1,14 @@
-import { stringify } from 'csv-stringify/sync';
 import { Compile } from 'typebox/compile';
 import type { Config } from '../config/load.ts';
 import { HttpError } from '../http/problem.ts';
 import { fieldErrors } from '../http/validation.ts';
 import { openBulkStore, type Snapshot } from '../store/bulk.ts';
-import { type ListFilter, type ListOrder, sortValue, type User } from '../store/store.ts';
+import { type ListFilter, type ListOrder, narrows, sortValue, type User } from '../store/store.ts';
 import { HEAD, PAGE_SIZE, TAIL } from '../users/listing.ts';
 import { recordJson, selectedFields } from '../users/present.ts';
 import { parseListing } from '../users/query.ts';
 import { type FieldName, ListQuery, RULES } from '../users/schemas.ts';
+import { csvLine } from './csv-records.ts';
 import { chooseFormat } from './import.ts';
 import { openOutput, put, UsageError } from './output.ts';
 import { Progress } from './progress.ts';
@@ -30,8 +30,18 @@ function listingOf(query: Record<string, string>) {
   }
 }
 
-/** Every record the filter picks, a page at a time, inside the snapshot (keyset, as the service's listing). */
+/**
+ * Every record the filter picks, a page at a time, inside the snapshot (keyset, as the service's
+ * listing). With no filter and no order, the whole table in id order: read as a backup reads it,
+ * which reads only the columns a record shows (a third less work than the listing's query).
+ */
 async function* pages(snapshot: Snapshot, filter: ListFilter, order: ListOrder | undefined): AsyncGenerator<User[]> {
+  if (order === undefined && !narrows(filter)) {
+    for await (const page of snapshot.records()) {
+      yield page.map((r) => ({ ...r, createdAt: new Date(r.createdAt), updatedAt: new Date(r.updatedAt) }));
+    }
+    return;
+  }
   let afterId = 0;
   let after = order?.after;
   for (;;) {
@@ -72,14 +82,12 @@ export async function exportCommand(
     const snapshot = await bulk.snapshot();
     progress = new Progress('export', { total: await snapshot.count(), quiet: options.quiet });
     if (format === 'json') await put(out, HEAD);
-    if (format === 'csv') await put(out, stringify([fields], { record_delimiter: 'windows' }));
+    if (format === 'csv') await put(out, csvLine(fields));
     for await (const page of pages(snapshot, filter, order)) {
       let text: string;
       if (format === 'csv') {
-        text = stringify(
-          page.map((user) => csvValues(user, fields)),
-          { record_delimiter: 'windows' },
-        );
+        text = '';
+        for (const user of page) text += csvLine(csvValues(user, fields));
       } else if (format === 'ndjson') {
         text = '';
         for (const user of page) text += `${recordJson(user, fields)}\n`;

@@ -46,7 +46,8 @@ export function openOutput(file: string | undefined): Output {
   }
   const temporary = `${file}.partial-${process.pid}`;
   // flush: the file is fsync'd before it closes, so it is on disk when the command says it is done.
-  const stream = createWriteStream(temporary, { flags: 'wx', flush: true });
+  // 1 MiB of buffer: the file is written while the next pages are read, not one small write at a time.
+  const stream = createWriteStream(temporary, { flags: 'wx', flush: true, highWaterMark: 1 << 20 });
   const failure = new Promise<never>((_, reject) =>
     stream.once('error', (error) => reject(new CommandFailed(`cannot write ${file}: ${error.message}`))),
   );

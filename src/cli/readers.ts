@@ -1,6 +1,5 @@
 import type { Writable } from 'node:stream';
-import { stringify } from 'csv-stringify/sync';
-import { CsvSyntaxError, csvRecords } from './csv-records.ts';
+import { csvLine, CsvSyntaxError, csvRecords } from './csv-records.ts';
 
 /** The formats a file of records may be in. */
 export const FORMATS = ['csv', 'json', 'ndjson'] as const;
@@ -207,7 +206,10 @@ export async function* jsonRows(text: AsyncIterable<string>): AsyncGenerator<Row
 const COLUMNS = ['name', 'age', 'city'];
 
 /** CSV with a header row (RFC 4180 quoting, optional BOM, CRLF or LF); empty lines skipped. A batch of rows per chunk. */
-export async function* csvRows(text: AsyncIterable<string>, onHeader: (header: string[]) => void): AsyncGenerator<Row[]> {
+export async function* csvRows(
+  text: AsyncIterable<string>,
+  onHeader: (header: string[]) => void,
+): AsyncGenerator<Row[]> {
   let header: string[] | undefined;
   try {
     for await (const records of csvRecords(text)) {
@@ -221,7 +223,12 @@ export async function* csvRows(text: AsyncIterable<string>, onHeader: (header: s
           continue;
         }
         if (record.length !== header.length) {
-          rows.push({ line, fields: undefined, fault: `has ${record.length} fields, the header ${header.length}`, raw: record });
+          rows.push({
+            line,
+            fields: undefined,
+            fault: `has ${record.length} fields, the header ${header.length}`,
+            raw: record,
+          });
           continue;
         }
         const fields: Record<string, unknown> = {};
@@ -277,9 +284,8 @@ export class RejectsWriter {
   write(row: Row): void {
     const first = this.#count++ === 0;
     if (this.#format === 'csv') {
-      if (first && this.#header !== undefined)
-        this.#out.write(stringify([this.#header], { record_delimiter: 'windows' }));
-      this.#out.write(stringify([row.raw as string[]], { record_delimiter: 'windows' }));
+      if (first && this.#header !== undefined) this.#out.write(csvLine(this.#header));
+      this.#out.write(csvLine(row.raw as string[]));
     } else if (this.#format === 'ndjson') this.#out.write(`${row.raw as string}\n`);
     else this.#out.write(`${first ? '{"data":[\n' : ',\n'}${row.raw as string}`);
   }
