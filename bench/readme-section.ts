@@ -89,13 +89,16 @@ export function directusTable(results: BenchResults): string {
     if (pairs.some(([, peer]) => value(peer) !== ''))
       rows.push([title, ...pairs.flatMap(([mine, peer]) => [value(mine), value(peer), ''])]);
   }
+  const warmups = results.stages.filter((stage) => stage.system === pairs[0]?.[1]).map((s) => s.serverWarmupMs ?? 0);
+  const warmup =
+    Math.max(0, ...warmups) > 0 ? `, ${fmt(Math.max(...warmups) / 1000)} s of untimed reads after each start` : '';
   const table = {
     header: ['', ...pairs.flatMap(([, , db]) => [`user-records ${db}`, `${label} ${db}`, `× ${label.split(' ')[0]}`])],
     right: [false, ...pairs.flatMap(() => [true, true, true])],
     rows,
   };
   return [
-    `${label} in the same run, on the same databases, through its own API (\`/items/users\` with \`fields=name,age,city\`, creates and reads with its static admin token; caching and rate limiting off, log level \`warn\`, 10 s of untimed load after each start; see [docs/comparison.md](docs/comparison.md)). × is the service's rate over ${label.split(' ')[0]}'s:`,
+    `${label} in the same run, on the same databases, through its own API (\`/items/users\` with \`fields=name,age,city\`, creates and reads with its static admin token; caching and rate limiting off, log level \`warn\`${warmup}; see [docs/comparison.md](docs/comparison.md)). × is the service's rate over ${label.split(' ')[0]}'s:`,
     '',
     toMarkdown(table),
     '',

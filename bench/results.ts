@@ -18,6 +18,10 @@ export interface StageRecord {
   records: number;
   startupMs?: number;
   rssAtRestMB?: number;
+  /** Wall-clock time of the whole stage: seeding, start, every measure, stop. */
+  seconds?: number;
+  /** Untimed load run after the start, before any measured workload (SystemSpec.serverWarmupMs). */
+  serverWarmupMs?: number;
   fullListing?: FullListing & { expectedBytes?: number };
   /** Sanity checks of the answers; a failed one is printed with the results. */
   problems: string[];

@@ -162,6 +162,10 @@ async function main(): Promise<void> {
     }
   }
   log(`\n${printable(results)}\n`);
+  const perSystem = new Map<string, number>();
+  for (const stage of stageRecords)
+    perSystem.set(stage.system, (perSystem.get(stage.system) ?? 0) + (stage.seconds ?? 0));
+  log(`time per system: ${[...perSystem].map(([id, s]) => `${id} ${Math.round(s)} s`).join(', ')}`);
   log(
     `written: ${files.map((file) => file.slice(ROOT.length)).join(', ')} (${Math.round(results.meta.totalSeconds)} s)`,
   );

@@ -56,6 +56,7 @@ export async function runStage(
 ): Promise<{ stage: StageRecord; runs: RunRecord[] }> {
   const dir = join(context.workDir, `${spec.id}-${records}`);
   mkdirSync(dir, { recursive: true });
+  const began = performance.now();
   const stage: StageRecord = { system: spec.id, records, problems: [] };
   const runs: RunRecord[] = [];
   const port = await freePort();
@@ -88,6 +89,7 @@ export async function runStage(
       );
     }
     if (spec.serverWarmupMs !== undefined && step.workloads.length > 0) {
+      stage.serverWarmupMs = spec.serverWarmupMs;
       const warm = await runLoad({
         url: server.url,
         requests: () => requests('read'),
@@ -130,6 +132,7 @@ export async function runStage(
   } finally {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
+    stage.seconds = (performance.now() - began) / 1000;
   }
   return { stage, runs };
 }
