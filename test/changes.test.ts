@@ -215,6 +215,48 @@ for (const backend of BACKENDS) {
     });
   });
 
+  describe(`change stream: keep-alive and tokens (${backend.name})`, { skip: backend.skip }, () => {
+    const read = 'read-token-events-5e8b2d7c4a1f0963aa';
+    const dir = tempDir();
+    let server: RunningServer | undefined;
+    let database: Database | undefined;
+    after(async () => {
+      await server?.stop();
+      await database?.drop();
+      dir.cleanup();
+    });
+
+    it('an idle stream gets a comment every EVENTS_HEARTBEAT_MS; with tokens it needs one, a read token will do', async () => {
+      database = backend.name === 'postgresql' ? await backend.fresh() : undefined;
+      server = await startServer({
+        DATABASE_URL: database?.url ?? `${dir.dir}/users.db`,
+        EVENTS_HEARTBEAT_MS: '1000',
+        API_TOKENS: `read:${read},write:write-token-events-0a4c6e1f3b5d7928`,
+      });
+      const none = await call(server.url, 'GET', '/users/events');
+      assert.equal(none.status, 401);
+      const url = server.url;
+      const text = await new Promise<string>((resolve, reject) => {
+        let body = '';
+        const req = request(`${url}/users/events`, { headers: { authorization: `Bearer ${read}` } }, (res) => {
+          if (res.statusCode !== 200) return reject(new Error(`status ${res.statusCode}`));
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            body += chunk;
+            if (body.includes(': keep-alive\n\n')) {
+              req.destroy();
+              resolve(body);
+            }
+          });
+        });
+        req.on('error', reject);
+        req.setTimeout(30_000, () => req.destroy(new Error(`no keep-alive came: ${JSON.stringify(body)}`)));
+        req.end();
+      });
+      assert.match(text, /^retry: \d+\n: changes after \d+\n\n/);
+    });
+  });
+
   describe(`webhooks (${backend.name})`, { skip: backend.skip }, () => {
     const cleanups: Array<() => Promise<void> | void> = [];
     after(async () => {
