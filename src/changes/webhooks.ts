@@ -246,6 +246,7 @@ class Delivery {
         this.#counts.delivered();
         return true;
       }
+      if (this.#signal.aborted) return false;
       if (Date.now() - change.at.getTime() >= WEBHOOK_RETRY_WINDOW_MS) {
         this.#counts.failed();
         this.#failures.push({ version: change.version, attempts: attempt, reason: outcome });
@@ -282,7 +283,8 @@ class Delivery {
         },
         body,
         redirect: 'manual',
-        signal: AbortSignal.timeout(this.#options.timeoutMs),
+        // A stop does not wait out a receiver that does not answer: the delivery is made again later.
+        signal: AbortSignal.any([AbortSignal.timeout(this.#options.timeoutMs), this.#signal]),
       });
       await response.body?.cancel().catch(() => undefined);
       return response.status >= 200 && response.status < 300 ? undefined : `answered ${response.status}`;
