@@ -6,6 +6,7 @@ import { after, describe, it } from 'node:test';
 import { EventSource } from 'eventsource';
 import { Webhook } from 'standardwebhooks';
 import { BACKENDS, type Database } from './helpers/backends.ts';
+import { runCli } from './helpers/cli.ts';
 import { call } from './helpers/http.ts';
 import { Latencies } from './helpers/latency.ts';
 import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
@@ -321,6 +322,47 @@ for (const backend of BACKENDS) {
       await restarted.stop();
     });
 
+    it('a restore while the service runs: the new history is delivered and streamed, ids of the old one answer 410', async () => {
+      const receiver = await startReceiver();
+      cleanups.push(() => receiver.close());
+      const dir = tempDir();
+      cleanups.push(() => dir.cleanup());
+      const env = { DATABASE_URL: await database(), WEBHOOK_URLS: receiver.url, WEBHOOK_SECRET: receiver.secret };
+      const server = await serve(env);
+      const create = async (name: string) =>
+        (await call(server.url, 'POST', `/users?name=${name}&age=30&city=Oslo&fields=id`)).json.data[0].id as number;
+      for (let n = 0; n < 5; n++) await create(`before${n}`);
+      const backup = `${dir.dir}/users.backup`;
+      const saved = await runCli(['backup', backup, '--quiet'], { env: { DATABASE_URL: env.DATABASE_URL } });
+      assert.equal(saved.code, 0, saved.stderr);
+      const later: number[] = [];
+      for (let n = 0; n < 5; n++) later.push(await create(`later${n}`));
+      await until(
+        () => later.every((id) => receiver.createdIds.has(id)),
+        () => 'deliveries before the restore',
+      );
+      const restored = await runCli(['restore', backup, '--replace', '--quiet'], {
+        env: { DATABASE_URL: env.DATABASE_URL },
+      });
+      assert.equal(restored.code, 0, restored.stderr);
+      // The new history's versions 6 to 10 repeat the old one's: both kinds of client must notice.
+      const after: number[] = [];
+      for (let n = 0; n < 6; n++) after.push(await create(`after${n}`));
+      await until(
+        () => after.every((id) => receiver.everyCreate.includes(id)),
+        () =>
+          `new history delivered: ${after.filter((id) => receiver.everyCreate.includes(id)).length} of ${after.length}`,
+      );
+      const old = await call(server.url, 'GET', '/users/events', { headers: { 'last-event-id': '8' } });
+      assert.equal(old.status, 410, `an id of the old history: ${old.text}`);
+      const fresh = await readStream(server.url, { 'last-event-id': '10' }, 1);
+      assert.equal(fresh[0]?.data.name, 'after5');
+      const metrics = await call(server.url, 'GET', '/metrics');
+      assert.match(metrics.text, /^user_records_webhook_deliveries_total\{outcome="delivered"\} [1-9]/m);
+      assert.match(metrics.text, /^user_records_events_sent_total [1-9]/m);
+      assert.match(metrics.text, /^user_records_event_subscribers \d+/m);
+    });
+
     it('a receiver that is down for a while catches up in order; 1,000 idle subscribers and a receiver that never answers leave the API as it was', async (t) => {
       const receiver = await startReceiver();
       cleanups.push(() => receiver.close());
@@ -430,6 +472,8 @@ async function startReceiver() {
     invalid: [] as string[],
     unique: new Set<string>(),
     firstSeen: [] as Delivery[],
+    /** Every verified delivery, repeats too: the record ids of the creates. */
+    everyCreate: [] as number[],
     createdIds: new Set<number>(),
     close: (): Promise<void> => Promise.resolve(),
   };
@@ -452,6 +496,7 @@ async function startReceiver() {
         return;
       }
       const id = String(req.headers['webhook-id']);
+      if (payload.type === 'user.created') state.everyCreate.push(payload.data.id);
       if (!state.unique.has(id)) {
         state.unique.add(id);
         state.firstSeen.push({ version: Number(id.replace('msg_', '')), recordId: payload.data.id });

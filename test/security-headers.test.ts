@@ -37,6 +37,7 @@ const ALLOWED_HEADERS = [
   'If-Match',
   'If-None-Match',
   'Idempotency-Key',
+  'Last-Event-ID',
   'Prefer',
   'X-Request-Id',
 ];

@@ -1,7 +1,15 @@
 import type { Change, UserStore } from '../store/store.ts';
+import { nextTurn } from '../users/listing.ts';
 
-/** Changes read from the log at a time. */
+/** Changes read from the log at a time by the feed. */
 export const PAGE = 500;
+
+/**
+ * Changes read at a time by a follower catching up. Each page waits its turn (nextTurn), one page
+ * per turn of the event loop however many followers catch up at once (all of them after a
+ * restart, say), so other requests wait for one page at most.
+ */
+const CATCH_UP_PAGE = 100;
 
 /** One follower of the feed: given every change after its position, once, in version order. */
 export interface Follower {
@@ -27,6 +35,8 @@ export class ChangeFeed {
   readonly #followers = new Set<Follower>();
   /** The last version handed out; undefined until the first follower comes. */
   #position: number | undefined;
+  /** The history the position counts in (a restore starts another). */
+  #history = '';
   #stopWatch: (() => void) | undefined;
   #reading = false;
   #again = false;
@@ -43,8 +53,11 @@ export class ChangeFeed {
   /** The version the feed has handed out up to; starts watching the log on first use. */
   async position(): Promise<number> {
     if (this.#position === undefined) {
-      const { version } = await this.#store.changes(0, 0);
-      this.#position ??= version;
+      const { version, history } = await this.#store.changes(0, 0);
+      if (this.#position === undefined) {
+        this.#position = version;
+        this.#history = history;
+      }
       this.#stopWatch ??= this.#store.watch(() => this.wake());
     }
     return this.#position;
@@ -53,19 +66,29 @@ export class ChangeFeed {
   /**
    * Brings `follower` up to the feed's position from the log, then attaches it. The last step is
    * synchronous, so no change falls between the pages it read and those the feed hands it.
-   * Rejects with the page's floor when the log no longer holds what it needs.
+   * Rejects (LogMoved) when the log no longer holds what it needs: a gap, or another history.
    */
   async follow(follower: Follower, send: (changes: readonly Change[]) => Promise<void>): Promise<void> {
+    await this.position();
+    const history = this.#history;
     while (!follower.ended) {
-      await this.position();
+      await nextTurn();
       if (follower.ended) return;
+      if (this.#history !== history) throw new LogMoved(0, 0);
       // Compared with the position as it is now, in the same step as the attach.
       if (follower.last >= (this.#position as number)) {
         this.#followers.add(follower);
         return;
       }
-      const page = await this.#store.changes(follower.last, PAGE);
-      if (page.floor > follower.last || page.version < follower.last) throw new LogMoved(page.floor, page.version);
+      const page = await this.#store.changes(follower.last, CATCH_UP_PAGE);
+      const first = page.changes[0];
+      if (
+        page.history !== history ||
+        page.version < follower.last ||
+        (first !== undefined && first.version !== follower.last + 1)
+      ) {
+        throw new LogMoved(page.floor, page.version);
+      }
       if (page.changes.length === 0) {
         // The feed is ahead of what this read saw (a commit a moment later): read again.
         await new Promise((resolve) => setImmediate(resolve));
@@ -118,9 +141,10 @@ export class ChangeFeed {
         for (;;) {
           const position = this.#position as number;
           const page = await this.#store.changes(position, PAGE);
-          if (page.version < position || page.floor > position) {
+          if (page.history !== this.#history || page.version < position) {
             // The log was replaced (a restore): every follower must start again from a listing.
             this.#position = page.version;
+            this.#history = page.history;
             for (const follower of this.#followers) follower.end('the change log was reset by a restore');
             this.#followers.clear();
             break;

@@ -126,6 +126,8 @@ export function registerEventStream(
   options: StreamOptions,
 ): { open(): number } {
   const open = new Set<StreamFollower>();
+  /** Streams admitted but not yet open (their first read is in flight): they count against the limit too. */
+  let admitting = 0;
   let heartbeat: NodeJS.Timeout | undefined;
   const beat = () => {
     for (const follower of open) follower.comment('keep-alive');
@@ -165,14 +167,20 @@ export function registerEventStream(
     },
     async (request, reply) => {
       const requested = resumeAfter(request.headers['last-event-id'], request.query.after);
-      if (open.size >= options.maxSubscribers) {
+      if (open.size + admitting >= options.maxSubscribers) {
         throw new HttpError(
           'unavailable',
           `This process already serves ${open.size} event streams (MAX_SUBSCRIBERS); retry later.`,
           { headers: { 'retry-after': '5' } },
         );
       }
-      const log = await store.changes(0, 0);
+      admitting++;
+      let log: Awaited<ReturnType<UserStore['changes']>>;
+      try {
+        log = await store.changes(0, 0);
+      } finally {
+        admitting--;
+      }
       const from = requested ?? log.version;
       if (from < log.floor || from > log.version) {
         throw new HttpError(

@@ -2,7 +2,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
 import { VERSION } from '../config/version.ts';
-import type { Change, HookFailure, UserStore } from '../store/store.ts';
+import type { Change, HookCursor, HookFailure, UserStore } from '../store/store.ts';
 import { eventJson } from './event.ts';
 
 /** A delivery is retried for this long after its change was committed, then given up on. */
@@ -120,7 +120,7 @@ export class WebhookDeliveries {
   async #serve(url: string): Promise<void> {
     const signal = this.#stop.signal;
     while (!signal.aborted) {
-      let cursor: number | undefined;
+      let cursor: HookCursor | undefined;
       try {
         cursor = await this.#store.claimHook(url, this.#owner, LEASE_MS);
       } catch (error) {
@@ -147,6 +147,8 @@ class Delivery {
   readonly #counts: WebhookCounts;
   readonly #signal: AbortSignal;
   readonly #idle: (ms: number) => Promise<void>;
+  /** The history the cursor counts in; a restore starts another, and this turn ends. */
+  readonly #history: string;
   /** The last version delivered (or given up on), and the last saved. */
   #cursor: number;
   #saved: number;
@@ -157,7 +159,7 @@ class Delivery {
 
   constructor(
     url: string,
-    cursor: number,
+    cursor: HookCursor,
     owner: string,
     store: UserStore,
     options: WebhookOptions,
@@ -167,8 +169,9 @@ class Delivery {
     idle: (ms: number) => Promise<void>,
   ) {
     this.#url = url;
-    this.#cursor = cursor;
-    this.#saved = cursor;
+    this.#history = cursor.history;
+    this.#cursor = cursor.version;
+    this.#saved = cursor.version;
     this.#owner = owner;
     this.#store = store;
     this.#options = options;
@@ -184,13 +187,21 @@ class Delivery {
         await this.#keep();
         if (!this.#held) break;
         const page = await this.#store.changes(this.#cursor, PAGE);
-        if (page.floor > this.#cursor) {
-          // Pruned or restored under it: what it missed is gone from the log.
+        if (page.history !== this.#history) {
+          // A restore: its cursor is in the database; this turn's must not overwrite it.
           this.#log.warn(
-            { webhook: this.#url, from: this.#cursor, to: page.floor },
+            { webhook: this.#url },
+            'webhooks: the database was restored; going on from the restored position',
+          );
+          this.#held = false;
+          break;
+        }
+        const first = page.changes[0];
+        if (first !== undefined && first.version > this.#cursor + 1) {
+          this.#log.warn(
+            { webhook: this.#url, from: this.#cursor + 1, to: first.version - 1 },
             'webhooks: changes no longer in the log were skipped',
           );
-          this.#cursor = page.floor;
         }
         if (page.changes.length === 0) {
           await this.#idle(Math.min(SAVE_INTERVAL_MS * 5, LEASE_MS - RENEW_BEFORE_MS));
@@ -221,13 +232,23 @@ class Delivery {
     const failures = this.#failures;
     const cursor = this.#cursor;
     const asked = Date.now();
-    this.#held = await this.#store.advanceHook(this.#url, this.#owner, cursor, LEASE_MS, failures);
+    this.#held = await this.#store.advanceHook(
+      this.#url,
+      this.#owner,
+      { version: cursor, history: this.#history },
+      LEASE_MS,
+      failures,
+    );
     this.#failures = this.#failures.slice(failures.length);
     this.#saved = cursor;
     this.#savedAt = Date.now();
     this.#leaseUntil = asked + LEASE_MS;
     if (release && this.#held) await this.#store.releaseHook(this.#url, this.#owner);
-    if (!this.#held) this.#log.info({ webhook: this.#url }, 'webhooks: another process delivers to this URL now');
+    if (!this.#held)
+      this.#log.info(
+        { webhook: this.#url },
+        'webhooks: the lease on this URL was lost, or the database was restored; claiming it again',
+      );
   }
 
   /** Delivers one change, retrying; false when the turn ended first (stop, or the lease lost). */

@@ -189,6 +189,8 @@ export const SETTINGS = {
     env: 'WEBHOOK_URLS',
     kind: text('http or https URLs, comma-separated', parseWebhookUrls),
     unset: [] as readonly string[],
+    // A receiver's URL may carry a secret path: never echoed in a message.
+    secret: true,
     help: 'receivers of every change, POSTed as signed Standard Webhooks, in order and at least once per URL; needs `WEBHOOK_SECRET`. See [docs/changes.md](docs/changes.md)',
   }),
   webhookSecret: setting<Buffer | undefined>({

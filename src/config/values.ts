@@ -119,14 +119,24 @@ export function parseHosts(value: string): readonly string[] | Invalid {
   return hosts.map((host) => (isIP(host) === 6 ? `[${host}]` : host));
 }
 
-/** WEBHOOK_URLS: comma-separated http or https URLs, each at most 2048 characters, no credentials in them. */
+/**
+ * WEBHOOK_URLS: comma-separated http or https URLs, each at most 2048 characters, without a user
+ * or password in them (they would be logged with every failed delivery; put a secret path or the
+ * receiver's own check of the signature instead). Answers them as URL parsing writes them.
+ */
 export function parseWebhookUrls(value: string): readonly string[] | Invalid {
-  const urls = list(value);
-  for (const url of urls) {
+  const urls: string[] = [];
+  for (const url of list(value)) {
     const parsed = URL.canParse(url) ? new URL(url) : undefined;
     if (parsed === undefined || !/^https?:$/.test(parsed.protocol) || url.length > 2048) {
       return new Invalid(`must be comma-separated http:// or https:// URLs, got ${JSON.stringify(url)}`);
     }
+    if (parsed.username !== '' || parsed.password !== '') {
+      return new Invalid(
+        'must not hold a user name or password (they would be logged); the signature authenticates deliveries',
+      );
+    }
+    urls.push(parsed.href);
   }
   if (new Set(urls).size !== urls.length) return new Invalid('must not name a URL twice');
   return urls;

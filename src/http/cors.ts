@@ -10,6 +10,7 @@ const SHARED: FastifyCorsOptions = {
     'If-Match',
     'If-None-Match',
     'Idempotency-Key',
+    'Last-Event-ID',
     'Prefer',
     'X-Request-Id',
   ],

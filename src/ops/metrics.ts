@@ -137,6 +137,8 @@ export function registerMetrics(app: FastifyInstance, store: UserStore): Request
     if (error instanceof HttpError && error.code === 'overloaded') shed.inc();
   });
 
+  // Registered before the merge below, which copies the registry's metrics as they are then.
+  const changes = changeMetrics(registry);
   const local = Registry.merge([processMetrics(), registry]);
   const worker = inWorker() ? joinWorkerMetrics(local) : undefined;
   app.addHook('onClose', async () => worker?.leave());
@@ -168,7 +170,7 @@ export function registerMetrics(app: FastifyInstance, store: UserStore): Request
     store: timedStore(store, (operation) => dbDuration.child(operation)),
     answered,
     abandoned: () => aborted.inc(),
-    changes: changeMetrics(registry),
+    changes,
   };
 }
 

@@ -121,7 +121,15 @@ export interface ChangeLogPage {
   floor: number;
   /** The database's change version when the page was read. */
   version: number;
+  /** Which history the versions count in: a restore starts a new one, whose versions may repeat the old. */
+  history: string;
   changes: Change[];
+}
+
+/** A webhook URL's position for the process that holds its lease: the last version it took, in which history. */
+export interface HookCursor {
+  version: number;
+  history: string;
 }
 
 /** A change a webhook URL never took, given up on after its retries. */
@@ -170,12 +178,22 @@ export interface UserStore {
   watch(wake: () => void): () => void;
   /**
    * Takes or renews the lease on delivering to a webhook URL for `leaseMs`, and answers the URL's
-   * cursor (the last version delivered); undefined while another owner holds a live lease. A URL
-   * seen for the first time starts at the change version of that moment.
+   * cursor (the last version delivered, and the history it counts in); undefined while another
+   * owner holds a live lease. A URL seen for the first time starts at the change version of that
+   * moment.
    */
-  claimHook(url: string, owner: string, leaseMs: number): Promise<number | undefined>;
-  /** Moves the cursor of a URL this owner holds, renews the lease and keeps the failures; false once the lease is lost. */
-  advanceHook(url: string, owner: string, version: number, leaseMs: number, failures: HookFailure[]): Promise<boolean>;
+  claimHook(url: string, owner: string, leaseMs: number): Promise<HookCursor | undefined>;
+  /**
+   * Moves the cursor of a URL this owner holds, renews the lease and keeps the failures; false,
+   * and nothing written, once the lease is lost or the history is no longer the cursor's (a restore).
+   */
+  advanceHook(
+    url: string,
+    owner: string,
+    cursor: HookCursor,
+    leaseMs: number,
+    failures: HookFailure[],
+  ): Promise<boolean>;
   /** Lets the lease go, so another process may deliver at once. */
   releaseHook(url: string, owner: string): Promise<void>;
   /** How many records match the filter (all of them without one); `afterId` and `limit` are not counted. */

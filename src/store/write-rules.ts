@@ -1,6 +1,7 @@
 import {
   type ChangeKind,
   type CreateResult,
+  type HookCursor,
   type HookFailure,
   type IdempotencyKey,
   type Precondition,
@@ -43,6 +44,8 @@ interface StepArgs {
   hookLease: { url: string; owner: string; leaseMs: number; version?: number };
   hookFail: { url: string } & HookFailure;
   hookRelease: { url: string; owner: string };
+  /** The history the change versions count in now. */
+  history: object;
 }
 
 /** A webhook URL's row: its cursor, and who holds a lease that has not run out. */
@@ -74,6 +77,7 @@ export interface StepResults {
   hookLease: undefined;
   hookFail: undefined;
   hookRelease: undefined;
+  history: string;
 }
 
 export type StepName = keyof StepArgs;
@@ -99,7 +103,7 @@ export type WriteRequest =
   | { kind: 'update'; id: number; changes: Partial<UserInput>; precondition?: Precondition }
   | { kind: 'remove'; id: number; precondition?: Precondition }
   | { kind: 'claimHook'; url: string; owner: string; leaseMs: number }
-  | { kind: 'advanceHook'; url: string; owner: string; version: number; leaseMs: number; failures: HookFailure[] }
+  | { kind: 'advanceHook'; url: string; owner: string; cursor: HookCursor; leaseMs: number; failures: HookFailure[] }
   | { kind: 'releaseHook'; url: string; owner: string };
 
 const NOT_FOUND = { ok: false, reason: 'not-found' } as const;
@@ -155,7 +159,7 @@ function* remove(id: number, precondition?: Precondition): Program<WriteResult> 
   return { value: { ok: true, user: current }, change: { kind: 'deleted', user: current } };
 }
 
-function* claimHook(url: string, owner: string, leaseMs: number): Program<number | undefined> {
+function* claimHook(url: string, owner: string, leaseMs: number): Program<HookCursor | undefined> {
   let row = yield* run({ op: 'hookRow', url });
   if (row === undefined) {
     yield* run({ op: 'hookCreate', url });
@@ -163,21 +167,24 @@ function* claimHook(url: string, owner: string, leaseMs: number): Program<number
   }
   if (row.leaseLive && row.owner !== owner) return { value: undefined };
   yield* run({ op: 'hookLease', url, owner, leaseMs });
-  return { value: row.version };
+  return { value: { version: row.version, history: yield* run({ op: 'history' }) } };
 }
 
 function* advanceHook(
   url: string,
   owner: string,
-  version: number,
+  cursor: HookCursor,
   leaseMs: number,
   failures: HookFailure[],
 ): Program<boolean> {
-  // The owner is replaced only by a claim after the lease ran out: then this process lost it.
+  // The owner is replaced only by a claim after the lease ran out: then this process lost it. A
+  // restore starts a new history and sets the cursor itself: a position in the old one must not
+  // overwrite it.
   const row = yield* run({ op: 'hookRow', url });
   if (row === undefined || row.owner !== owner) return { value: false };
+  if ((yield* run({ op: 'history' })) !== cursor.history) return { value: false };
   for (const failure of failures) yield* run({ op: 'hookFail', url, ...failure });
-  yield* run({ op: 'hookLease', url, owner, leaseMs, version });
+  yield* run({ op: 'hookLease', url, owner, leaseMs, version: cursor.version });
   return { value: true };
 }
 
@@ -205,7 +212,7 @@ export class WriteRules {
       case 'claimHook':
         return claimHook(request.url, request.owner, request.leaseMs);
       case 'advanceHook':
-        return advanceHook(request.url, request.owner, request.version, request.leaseMs, request.failures);
+        return advanceHook(request.url, request.owner, request.cursor, request.leaseMs, request.failures);
       case 'releaseHook':
         return (function* (): Program<undefined> {
           yield* run({ op: 'hookRelease', url: request.url, owner: request.owner });

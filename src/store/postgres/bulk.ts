@@ -250,7 +250,13 @@ class PostgresBulk implements BulkStore {
       commit: async ({ version, lastId }) => {
         // A new history: the log starts at the restored version, streams that follow the old one
         // are ended (their ids answer 410), and webhooks go on from the restored version.
-        await client.query('UPDATE store_version SET version = $1, changes_floor = $1', [version]);
+        // Ids of the old history up to its last version answer 410 from now on (they may name other
+        // changes in the new one).
+        await client.query(
+          `UPDATE store_version SET changes_floor = greatest(version, $1), version = $1,
+             changes_history = substr(md5(random()::text), 1, 16)`,
+          [version],
+        );
         await client.query('DELETE FROM changes');
         await client.query('UPDATE webhook_cursors SET version = $1', [version]);
         // New ids continue after the highest ever given, here or in the backup's database.

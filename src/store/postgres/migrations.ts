@@ -173,7 +173,7 @@ const MIGRATIONS: readonly PostgresMigration[] = [
     version: 7,
     name: 'change log and webhook cursors',
     // As SQLite's migration 7: the change log keyed by change version, the oldest version a reader
-    // may resume after, and each webhook URL's cursor and lease.
+    // may resume after, the history the versions count in, and each webhook URL's cursor and lease.
     sql: `
       CREATE TABLE changes (
         version BIGINT PRIMARY KEY,
@@ -188,7 +188,8 @@ const MIGRATIONS: readonly PostgresMigration[] = [
         at TIMESTAMPTZ NOT NULL
       );
       ALTER TABLE store_version ADD COLUMN changes_floor BIGINT NOT NULL DEFAULT 0;
-      UPDATE store_version SET changes_floor = version;
+      ALTER TABLE store_version ADD COLUMN changes_history TEXT NOT NULL DEFAULT '';
+      UPDATE store_version SET changes_floor = version, changes_history = substr(md5(random()::text), 1, 16);
       CREATE TABLE webhook_cursors (
         url TEXT PRIMARY KEY,
         version BIGINT NOT NULL,

@@ -6,6 +6,7 @@ import {
   type ChangeLogPage,
   type Commit,
   DEFAULT_CHANGES_RETENTION_MS,
+  type HookCursor,
   type HookFailure,
   type CreateResult,
   type IdempotencyKey,
@@ -135,9 +136,9 @@ export class PostgresStore implements UserStore {
   changes(after: number, limit: number): Promise<ChangeLogPage> {
     return guarded(async () => {
       // One statement, so the floor, the version and the changes are of one moment.
-      const { rows } = await this.#pool.query<ChangeRow & { floor: string; now_version: string }>({
+      const { rows } = await this.#pool.query<ChangeRow & { floor: string; now_version: string; history: string }>({
         name: 'changes-page',
-        text: `SELECT s.changes_floor AS floor, s.version AS now_version, c.*
+        text: `SELECT s.changes_floor AS floor, s.version AS now_version, s.changes_history AS history, c.*
                FROM store_version AS s LEFT JOIN LATERAL (
                  SELECT * FROM changes WHERE version > $1 ORDER BY version LIMIT $2
                ) AS c ON true`,
@@ -147,6 +148,7 @@ export class PostgresStore implements UserStore {
       return {
         floor: Number(first?.floor ?? 0),
         version: Number(first?.now_version ?? 0),
+        history: first?.history ?? '',
         changes: rows.filter((row) => row.version !== null).map(toChange),
       };
     });
@@ -189,12 +191,18 @@ export class PostgresStore implements UserStore {
     };
   }
 
-  claimHook(url: string, owner: string, leaseMs: number): Promise<number | undefined> {
-    return this.#write({ kind: 'claimHook', url, owner, leaseMs }) as Promise<number | undefined>;
+  claimHook(url: string, owner: string, leaseMs: number): Promise<HookCursor | undefined> {
+    return this.#write({ kind: 'claimHook', url, owner, leaseMs }) as Promise<HookCursor | undefined>;
   }
 
-  advanceHook(url: string, owner: string, version: number, leaseMs: number, failures: HookFailure[]): Promise<boolean> {
-    return this.#write({ kind: 'advanceHook', url, owner, version, leaseMs, failures }) as Promise<boolean>;
+  advanceHook(
+    url: string,
+    owner: string,
+    cursor: HookCursor,
+    leaseMs: number,
+    failures: HookFailure[],
+  ): Promise<boolean> {
+    return this.#write({ kind: 'advanceHook', url, owner, cursor, leaseMs, failures }) as Promise<boolean>;
   }
 
   async releaseHook(url: string, owner: string): Promise<void> {

@@ -86,6 +86,8 @@ function queryOf(step: Step): QueryConfig {
         text: 'SELECT version, owner, lease_until > now() AS lease_live FROM webhook_cursors WHERE url = $1',
         values: [step.url],
       };
+    case 'history':
+      return { name: 'changes-history', text: 'SELECT changes_history FROM store_version' };
     case 'hookCreate':
       return {
         name: 'hook-create',
@@ -191,6 +193,8 @@ export async function execStep(db: Pool | PoolClient, step: Step): Promise<unkno
         ? undefined
         : ({ version: Number(row.version), owner: row.owner, leaseLive: row.lease_live } satisfies HookRow);
     }
+    case 'history':
+      return (rows[0] as { changes_history: string }).changes_history;
     case 'findKey': {
       const row = rows[0] as { fingerprint: string; user_id: string } | undefined;
       return row === undefined

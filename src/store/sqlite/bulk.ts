@@ -187,7 +187,11 @@ class SqliteBulk implements BulkStore {
         fillSearch(0);
         // A new history: the log starts at the restored version, streams that follow the old one
         // are ended (their ids answer 410), and webhooks go on from the restored version.
-        db.prepare('UPDATE store_version SET version = ?, changes_floor = ?').run(version, version);
+        // Ids of the old history up to its last version answer 410 from now on (they may name other
+        // changes in the new one).
+        db.prepare(
+          'UPDATE store_version SET changes_floor = max(version, ?), version = ?, changes_history = lower(hex(randomblob(8)))',
+        ).run(version, version);
         db.exec('DELETE FROM changes');
         db.prepare('UPDATE webhook_cursors SET version = ?').run(version);
         // AUTOINCREMENT keeps the highest id ever given here: new ids continue after it, never reusing one.

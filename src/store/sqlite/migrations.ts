@@ -104,7 +104,8 @@ const MIGRATIONS: readonly Migration[] = [
     name: 'change log and webhook cursors',
     // Every committed change, keyed by the change version it produced, written in the change's own
     // transaction (the record as it was for a deletion; times in ms). changes_floor is the oldest
-    // version a reader may resume after: every change above it is in the log. Each webhook URL's
+    // version a reader may resume after: every change above it is in the log. changes_history names
+    // the history the versions count in: a restore starts a new one. Each webhook URL's
     // cursor is the last version delivered, with the lease of the process delivering to it.
     sql: `
       CREATE TABLE changes (
@@ -120,7 +121,8 @@ const MIGRATIONS: readonly Migration[] = [
         at INTEGER NOT NULL
       ) STRICT;
       ALTER TABLE store_version ADD COLUMN changes_floor INTEGER NOT NULL DEFAULT 0;
-      UPDATE store_version SET changes_floor = version;
+      ALTER TABLE store_version ADD COLUMN changes_history TEXT NOT NULL DEFAULT '';
+      UPDATE store_version SET changes_floor = version, changes_history = lower(hex(randomblob(8)));
       CREATE TABLE webhook_cursors (
         url TEXT PRIMARY KEY NOT NULL,
         version INTEGER NOT NULL,

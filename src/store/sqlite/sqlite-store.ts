@@ -8,6 +8,7 @@ import {
   type Commit,
   type CreateResult,
   DEFAULT_CHANGES_RETENTION_MS,
+  type HookCursor,
   type HookFailure,
   type IdempotencyKey,
   type ListFilter,
@@ -203,12 +204,18 @@ export class SqliteStore implements UserStore {
     return () => clearInterval(timer);
   }
 
-  claimHook(url: string, owner: string, leaseMs: number): Promise<number | undefined> {
-    return this.#write({ kind: 'claimHook', url, owner, leaseMs }) as Promise<number | undefined>;
+  claimHook(url: string, owner: string, leaseMs: number): Promise<HookCursor | undefined> {
+    return this.#write({ kind: 'claimHook', url, owner, leaseMs }) as Promise<HookCursor | undefined>;
   }
 
-  advanceHook(url: string, owner: string, version: number, leaseMs: number, failures: HookFailure[]): Promise<boolean> {
-    return this.#write({ kind: 'advanceHook', url, owner, version, leaseMs, failures }) as Promise<boolean>;
+  advanceHook(
+    url: string,
+    owner: string,
+    cursor: HookCursor,
+    leaseMs: number,
+    failures: HookFailure[],
+  ): Promise<boolean> {
+    return this.#write({ kind: 'advanceHook', url, owner, cursor, leaseMs, failures }) as Promise<boolean>;
   }
 
   async releaseHook(url: string, owner: string): Promise<void> {

@@ -88,13 +88,13 @@ export class ReadStatements {
   readonly #count: Statement<[], number>;
   readonly #findKey: Statement<[string, number], { fingerprint: string; user_id: number }>;
   readonly #lists = new Map<string, Statement<unknown[], UserRow>>();
-  readonly #log: Statement<[], { version: number; changes_floor: number }>;
+  readonly #log: Statement<[], { version: number; changes_floor: number; changes_history: string }>;
   readonly #changes: Statement<[number, number], ChangeRow>;
   readonly #hook: Statement<[string], { version: number; owner: string | null; lease_until: number }>;
 
   constructor(db: Database.Database) {
     this.#db = db;
-    this.#log = db.prepare('SELECT version, changes_floor FROM store_version');
+    this.#log = db.prepare('SELECT version, changes_floor, changes_history FROM store_version');
     this.#changes = db.prepare('SELECT * FROM changes WHERE version > ? ORDER BY version LIMIT ?');
     this.#hook = db.prepare('SELECT version, owner, lease_until FROM webhook_cursors WHERE url = ?');
     this.#get = db.prepare('SELECT * FROM users WHERE id = ?');
@@ -126,9 +126,9 @@ export class ReadStatements {
   }
 
   changes(after: number, limit: number): ChangeLogPage {
-    const { version, changes_floor: floor } = this.#log.get() as { version: number; changes_floor: number };
+    const log = this.#log.get() as { version: number; changes_floor: number; changes_history: string };
     const changes = limit > 0 ? this.#changes.all(after, limit).map(toChange) : [];
-    return { floor, version, changes };
+    return { floor: log.changes_floor, version: log.version, history: log.changes_history, changes };
   }
 
   hook(url: string): HookRow | undefined {
@@ -246,6 +246,8 @@ export class ReadStatements {
         return this.findKey(step.key);
       case 'hookRow':
         return this.hook(step.url);
+      case 'history':
+        return this.changes(0, 0).history;
       default:
         throw new Error(`${step.op} is a write step`);
     }
@@ -350,6 +352,7 @@ export class WriteStatements {
       case 'lock':
       case 'findKey':
       case 'hookRow':
+      case 'history':
         return this.reads.exec(step);
       case 'hookCreate':
         this.#hookCreate.run(step.url);
