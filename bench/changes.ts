@@ -90,6 +90,7 @@ async function measure(store: string, databaseUrl: string, entry: string[]): Pro
       argv: [process.execPath, ...entry],
       env: {
         HOST: '127.0.0.1',
+        PORT: String(port),
         DATABASE_URL: databaseUrl,
         LOG_LEVEL: 'warn',
         RATE_LIMIT: 'off',
