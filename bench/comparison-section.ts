@@ -36,7 +36,7 @@ export function comparisonFigures(results: BenchResults, source: string): string
   if (table === '') throw new Error(`${source} has no Directus runs: run npm run bench -- --peers directus`);
   const disturbed = results.runs.filter((run) => (run.otherCpu ?? 0) > 0.5).length;
   return [
-    `From \`${source}\`: ${m.mode} run${m.only === undefined ? '' : ` of ${m.only.join(', ')} only`}, commit \`${m.commit.slice(0, 12)}\`${m.clean ? '' : ' (with uncommitted changes)'}, ${m.date.slice(0, 10)}, Node ${m.node}, ${m.cpus} cores, ${m.pinning}. ${disturbed === 0 ? 'No run was disturbed by other processes.' : `${disturbed} of ${results.runs.length} runs shared the machine with other work (over half a core of "other" CPU; see the CPU column of the results), so their absolute rates are low; the ratios, measured side by side, hold better.`}`,
+    `From \`${source}\`: ${m.mode} run${m.only === undefined ? '' : ` of ${m.only.join(', ')} only`}${m.workloads === undefined ? '' : `, workloads ${m.workloads.join(', ')}`}, commit \`${m.commit.slice(0, 12)}\`${m.clean ? '' : ' (with uncommitted changes)'}, ${m.date.slice(0, 10)}, Node ${m.node}, ${m.cpus} cores, ${m.pinning}. ${disturbed === 0 ? 'No run was disturbed by other processes.' : `${disturbed} of ${results.runs.length} runs shared the machine with other work (over half a core of "other" CPU; see the CPU column of the results), so their absolute rates are low; the ratios, measured side by side, hold better.`}`,
     '',
     table,
     jsonServerLine(results),

@@ -29,7 +29,7 @@ export function writeResults(results: BenchResults, dir: string, name: string): 
   mkdirSync(dir, { recursive: true });
   const m = results.meta;
   const markdown = [
-    `# user-records benchmark (${m.mode}${m.only === undefined ? '' : `, only ${m.only.join(', ')}`})`,
+    `# user-records benchmark (${m.mode}${m.only === undefined ? '' : `, only ${m.only.join(', ')}`}${m.workloads === undefined ? '' : `, workloads ${m.workloads.join(', ')}`})`,
     '',
     `${m.date}, Node ${m.node}, ${m.cpus} CPUs, ${Math.round(m.totalSeconds)} s in all; commit ${m.commit}${m.clean ? '' : ' with uncommitted changes'}.`,
     '',

@@ -132,20 +132,28 @@ function peerSteps(peers: PeerId[], quick: boolean): Map<number, StageStep[]> {
 }
 
 /**
- * The stages of a run: the quick or the full plan, the peers' steps added, and, when `only` is
- * given, only the steps of those systems (a narrowed run, which is never the README's record).
+ * The stages of a run: the quick or the full plan, the peers' steps added, and, when `only` or
+ * `workloads` is given, only those systems and workloads (a narrowed run, never the README's record;
+ * a 1M stage keeps its start-up, memory and full listing whatever the workloads).
  */
 export function plan(
   quick: boolean,
   peers: PeerId[] = [],
   only?: readonly SystemId[],
+  workloads?: readonly WorkloadName[],
 ): { stages: Stage[]; timing: Timing } {
   const extra = peerSteps(peers, quick);
   const stages = (quick ? QUICK : FULL)
     .map((stage) => ({ ...stage, steps: [...stage.steps, ...(extra.get(stage.records) ?? [])] }))
     .map((stage) => ({
       ...stage,
-      steps: stage.steps.filter((step) => only === undefined || only.includes(step.system)),
+      steps: stage.steps
+        .filter((step) => only === undefined || only.includes(step.system))
+        .map((step) => ({
+          ...step,
+          workloads: step.workloads.filter((name) => workloads === undefined || workloads.includes(name)),
+        }))
+        .filter((step) => step.workloads.length > 0 || step.fullListing === true),
     }))
     .filter((stage) => stage.steps.length > 0);
   return { stages, timing: timing(quick) };

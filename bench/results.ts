@@ -49,6 +49,8 @@ export interface BenchResults {
     mode: 'quick' | 'full';
     /** The systems of a narrowed run (`--only`); such a run is never the README's record. */
     only?: string[];
+    /** The workloads of a narrowed run (`--workloads`). */
+    workloads?: string[];
     node: string;
     cpus: number;
     pinning: string;

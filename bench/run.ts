@@ -16,13 +16,15 @@ import { runStage } from './stage.ts';
 import { buildService } from './service-build.ts';
 import { type PeerId, type SystemId, systems } from './systems.ts';
 import { evaluateTargets, short } from './targets.ts';
+import type { WorkloadName } from './workloads.ts';
 
-// npm run bench [-- --quick] [-- --no-pin] [-- --peers directus|none] [-- --only a,b --name NAME]:
+// npm run bench [-- --quick] [-- --no-pin] [-- --peers directus|none] [-- --only a,b] [-- --workloads x,y] [-- --name NAME]:
 // starts every system in turn on 127.0.0.1, loads it with autocannon from this process, prints one
 // table with ratios and PASS/FAIL per target, and writes bench/results/latest.json, latest.md and
 // throughput.svg. `--peers directus` adds Directus (installed on first use into bench/peers/directus);
 // without --peers it joins when already installed. `--only` runs only the named systems (ids as in
-// systems.ts) and writes bench/results/<NAME>.* (default `partial`), never latest.* or the README.
+// systems.ts), `--workloads` only the named workloads (names as in workloads.ts); either writes
+// bench/results/<NAME>.* (default `partial`), never latest.* or the README.
 // Temp data lives in a mkdtemp dir, removed at the end.
 const ROOT = new URL('..', import.meta.url).pathname;
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -33,6 +35,7 @@ const { values: flags } = parseArgs({
     'no-pin': { type: 'boolean', default: false },
     peers: { type: 'string' },
     only: { type: 'string' },
+    workloads: { type: 'string' },
     name: { type: 'string' },
   },
 });
@@ -43,7 +46,9 @@ if (flags.peers !== undefined && !['directus', 'none'].includes(flags.peers)) {
   process.exit(2);
 }
 const only = flags.only?.split(',').map((id) => id.trim()) as SystemId[] | undefined;
-const outputName = only === undefined ? (quick ? 'quick' : 'latest') : (flags.name ?? 'partial');
+const workloads = flags.workloads?.split(',').map((name) => name.trim()) as WorkloadName[] | undefined;
+const narrowed = only !== undefined || workloads !== undefined;
+const outputName = narrowed ? (flags.name ?? 'partial') : quick ? 'quick' : 'latest';
 // Far above a normal run (about 4 min quick, 9 to 10 min full, on 2 cores): only a hung system, or
 // a machine busy with much else, can reach it.
 // Directus adds about 5 min to a full run (10 more on its first run, which installs it).
@@ -111,6 +116,7 @@ async function main(): Promise<void> {
     quick,
     peerSpecs.map((spec) => spec.id as PeerId),
     only,
+    workloads,
   );
   const runs: RunRecord[] = [];
   const stageRecords: StageRecord[] = [];
@@ -138,6 +144,7 @@ async function main(): Promise<void> {
       clean,
       mode: quick ? 'quick' : 'full',
       ...(only === undefined ? {} : { only }),
+      ...(workloads === undefined ? {} : { workloads }),
       node: process.version,
       cpus: cpus().length, // the machine's, not this pinned process's
       pinning: pinning.note,
