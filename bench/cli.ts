@@ -4,11 +4,21 @@
 // peak memory), back it up and restore it (seconds), each alone and again while a writer makes 100
 // writes/s through the service, and, for comparison, the same file sent row by row as `POST /users`
 // (one at a time, as a script would, and 16 at a time), for S seconds (20 by default) or the whole
-// file. Each command runs as `npx user-records` does (bin/user-records.mjs, which runs its bundle),
+// file. The code is the commit's (HEAD), copied clean. Each command runs as `npx user-records` does
+// (bin/user-records.mjs, which runs its bundle),
 // its own process, under /usr/bin/time for its peak memory (max RSS); times include the process
 // start. The service runs as `user-records serve`, on 127.0.0.1, with RATE_LIMIT=off.
 import { execFileSync, spawn } from 'node:child_process';
-import { createReadStream, createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  createReadStream,
+  createWriteStream,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,9 +36,18 @@ const { values } = parseArgs({
 });
 const ROWS = Number(values.rows);
 const API_SECONDS = Number(values['api-seconds']);
-const ROOT = new URL('..', import.meta.url).pathname;
-const BIN = join(ROOT, 'bin/user-records.mjs');
+const SOURCE = new URL('..', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'user-records-bench-cli-'));
+/**
+ * The commands run from a clean copy of the commit (git archive), never from the working tree,
+ * so the figures are those of the commit the table names.
+ */
+const COMMIT = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: SOURCE, encoding: 'utf8' }).trim();
+const ROOT = join(dir, 'checkout');
+mkdirSync(ROOT);
+execFileSync('sh', ['-c', `git archive ${COMMIT} src bin scripts package.json | tar -x -C '${ROOT}'`], { cwd: SOURCE });
+symlinkSync(join(SOURCE, 'node_modules'), join(ROOT, 'node_modules'));
+const BIN = join(ROOT, 'bin/user-records.mjs');
 const CSV = join(dir, 'people.csv');
 /** The writer beside backups and restores: writes a second, and a bound on how many it ever starts. */
 const WRITES_PER_SECOND = 100;
@@ -230,14 +249,7 @@ try {
   // The command's bundle is built once here (bin/user-records.mjs builds it on first use), not in a timed run.
   execFileSync(process.execPath, [BIN, '--version'], { stdio: 'ignore' });
   await writeCsv(CSV, ROWS);
-  const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
-  const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'bin', 'scripts/build.mjs'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-  });
-  process.stderr.write(
-    `${ROWS} rows, ${(statSync(CSV).size / 1e6).toFixed(0)} MB of CSV; commit ${commit}${dirty === '' ? '' : ' with uncommitted changes under src/, bin/ or scripts/'}\n`,
-  );
+  process.stderr.write(`${ROWS} rows, ${(statSync(CSV).size / 1e6).toFixed(0)} MB of CSV; commit ${COMMIT}\n`);
   if (values.store !== 'postgresql') {
     let n = 0;
     await measure('sqlite', async () => join(dir, `sqlite-${++n}.db`));
@@ -265,7 +277,7 @@ try {
   }
   process.stdout.write(
     [
-      `Commit ${commit}, ${new Date().toISOString().slice(0, 10)}:`,
+      `Commit ${COMMIT}, ${new Date().toISOString().slice(0, 10)}:`,
       '',
       '| store | command | time | rows/s | peak memory | meanwhile |',
       '|---|---|---|---|---|---|',
