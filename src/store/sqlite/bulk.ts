@@ -66,6 +66,24 @@ class SqliteBulk implements BulkStore {
     };
   }
 
+  /**
+   * Inside the transaction, drops the users table's own indexes when it holds no record: building
+   * each once over the sorted rows at the end costs less than keeping five indexes in order row by
+   * row (a third of a million-row import). A rollback puts them back with everything else. Returns
+   * what makes them again, from their own SQL, before the commit.
+   */
+  #deferIndexes(): () => void {
+    const empty = this.#db.prepare('SELECT NOT EXISTS (SELECT 1 FROM users)').pluck().get() === 1;
+    if (!empty) return () => undefined;
+    const indexes = this.#db
+      .prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'users' AND sql IS NOT NULL`)
+      .all() as Array<{ name: string; sql: string }>;
+    for (const { name } of indexes) this.#db.exec(`DROP INDEX "${name}"`);
+    return () => {
+      for (const { sql } of indexes) this.#db.exec(sql);
+    };
+  }
+
   async importer(): Promise<Importer> {
     const db = this.#db;
     const insert = db.prepare(
@@ -73,6 +91,7 @@ class SqliteBulk implements BulkStore {
     );
     this.#begin();
     const fillSearch = this.#deferSearchIndex();
+    const makeIndexes = this.#deferIndexes();
     let firstId: number | undefined;
     let lastId: number | undefined;
     let count = 0;
@@ -86,6 +105,7 @@ class SqliteBulk implements BulkStore {
         }
       },
       commit: async () => {
+        makeIndexes();
         fillSearch(firstId ?? Number.MAX_SAFE_INTEGER);
         // Each record's creation goes to the change log, in id order (all ids from firstId on are
         // this transaction's: it has held the write lock from its start).
@@ -165,8 +185,10 @@ class SqliteBulk implements BulkStore {
       throw new RestoreRefused(`the database holds ${held} records; restore into an empty one, or pass --replace`);
     }
     if (options.replace) db.exec('DELETE FROM users; DELETE FROM idempotency_keys;');
-    // Every record is new now: the search index is filled for all of them at the end.
+    // Every record is new now: the search index is filled for all of them at the end, and the
+    // table's indexes are made once over them.
     const fillSearch = this.#deferSearchIndex();
+    const makeIndexes = this.#deferIndexes();
     const insert = db.prepare(
       `INSERT INTO users (id, name, age, city, created_at, updated_at, version, name_folded, city_folded)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -184,6 +206,7 @@ class SqliteBulk implements BulkStore {
         for (const k of rows) insertKey.run(k.key, k.fingerprint, k.userId, k.createdAt);
       },
       commit: async ({ version, lastId }) => {
+        makeIndexes();
         fillSearch(0);
         // A new history: the log starts at the restored version, streams that follow the old one
         // are ended (their ids answer 410), and webhooks go on from the restored version.
