@@ -129,7 +129,9 @@ async function measure(store: string, databaseUrl: string, entry: string[]): Pro
 
     // 2. Fan-out: 100 subscribers, WRITES writes from 20 clients.
     const counts = new Array<number>(100).fill(0);
-    const stops = await Promise.all(counts.map((_, i) => subscribe(server.url, () => (counts[i] = (counts[i] ?? 0) + 1))));
+    const stops = await Promise.all(
+      counts.map((_, i) => subscribe(server.url, () => (counts[i] = (counts[i] ?? 0) + 1))),
+    );
     await waitFor(() => received.count >= 500, 60_000, 'webhooks of the sequential writes');
     const before = received.count;
     const t0 = performance.now();
