@@ -32,7 +32,7 @@ function jsonServerLine(results: BenchResults): string {
 /** The figures block of docs/comparison.md, made from a run that measured Directus. */
 export function comparisonFigures(results: BenchResults, source: string): string {
   const m = results.meta;
-  const table = directusTable(results);
+  const table = directusTable(results, '');
   if (table === '') throw new Error(`${source} has no Directus runs: run npm run bench -- --peers directus`);
   const disturbed = results.runs.filter((run) => (run.otherCpu ?? 0) > 0.5).length;
   return [

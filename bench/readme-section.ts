@@ -45,8 +45,9 @@ const PEER_ROWS: Array<[WorkloadName, number]> = [
 /**
  * The service beside Directus, each database beside the same database, measured in the same run:
  * requests/s, and how many times Directus's rate the service's is. Empty when Directus did not run.
+ * `settingsLink` is the path to docs/comparison.md from where the table is shown ('' for none).
  */
-export function directusTable(results: BenchResults): string {
+export function directusTable(results: BenchResults, settingsLink = 'docs/comparison.md'): string {
   const pairs = (
     [
       ['sqlite', 'directus-sqlite', 'SQLite'],
@@ -98,7 +99,7 @@ export function directusTable(results: BenchResults): string {
     rows,
   };
   return [
-    `${label} in the same run, on the same databases, through its own API (\`/items/users\` with \`fields=name,age,city\`, creates and reads with its static admin token; caching and rate limiting off, log level \`warn\`${warmup}; see [docs/comparison.md](docs/comparison.md)). × is the service's rate over ${label.split(' ')[0]}'s:`,
+    `${label} in the same run, on the same databases, through its own API (\`/items/users\` with \`fields=name,age,city\`, creates and reads with its static admin token; caching and rate limiting off, log level \`warn\`${warmup}${settingsLink === '' ? '' : `; see [docs/comparison.md](${settingsLink})`}). × is the service's rate over ${label.split(' ')[0]}'s:`,
     '',
     toMarkdown(table),
     '',
