@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
+import { writeFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { EventSource } from 'eventsource';
 import { Webhook } from 'standardwebhooks';
@@ -255,6 +256,61 @@ for (const backend of BACKENDS) {
         req.end();
       });
       assert.match(text, /^retry: \d+\n: changes after \d+\n\n/);
+    });
+  });
+
+  describe(`change stream: a client that does not read (${backend.name})`, { skip: backend.skip }, () => {
+    const dir = tempDir();
+    let server: RunningServer | undefined;
+    let database: Database | undefined;
+    after(async () => {
+      await server?.stop();
+      await database?.drop();
+      dir.cleanup();
+    });
+
+    it('is disconnected once its unsent events pass the bound, and the others go on', async () => {
+      database = backend.name === 'postgresql' ? await backend.fresh() : undefined;
+      const url = database?.url ?? `${dir.dir}/users.db`;
+      server = await startServer({ DATABASE_URL: url });
+      const { port } = new URL(server.url);
+      // A client that sends its request and never reads: what it is sent piles up in the service.
+      const stalled = connect(Number(port), '127.0.0.1');
+      stalled.pause();
+      let received = '';
+      const closed = new Promise<void>((resolve) => stalled.once('close', () => resolve()));
+      stalled.on('error', () => undefined);
+      stalled.write(`GET /users/events HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+      const reader = subscribe(server.url);
+      await reader.opened;
+      // About 12 MB of events, more than the bound (1 MiB) and the sockets' buffers together.
+      const rows = 80_000;
+      const csv = `${dir.dir}/many.csv`;
+      writeFileSync(
+        csv,
+        `name,age,city\n${Array.from({ length: rows }, (_, i) => `Reader Number ${i},${i % 151},Somewhere Far Away`).join('\n')}\n`,
+      );
+      const imported = await runCli(['import', csv, '--quiet'], { env: { DATABASE_URL: url } });
+      assert.equal(imported.code, 0, imported.stderr);
+      await until(
+        () => reader.events.length >= rows,
+        () => `the reading client got ${reader.events.length} of ${rows}`,
+      );
+      // Now it reads: what the sockets held, then the end the service gave it long before the last event.
+      stalled.setEncoding('latin1');
+      stalled.on('data', (chunk: string) => (received += chunk));
+      stalled.resume();
+      await Promise.race([
+        closed,
+        new Promise((_, reject) =>
+          setTimeout(() => reject(new Error('the stalled client was not disconnected')), 60_000),
+        ),
+      ]);
+      const got = received.split('\nevent: ').length - 1;
+      assert.ok(got > 0 && got < rows, `the stalled client got ${got} of ${rows} events before it was cut off`);
+      assertConsecutive(reader.events, 0, 'the reading client');
+      reader.close();
+      assert.equal((await call(server.url, 'GET', '/readyz')).status, 200);
     });
   });
 

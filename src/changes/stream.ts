@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Counter } from 'prom-client';
 import { HttpError } from '../http/problem.ts';
 import { problemResponses } from '../http/schemas.ts';
@@ -41,6 +41,7 @@ class StreamFollower implements Follower {
   readonly #sent: StreamOptions['sent'];
   #ended = false;
   readonly #onEnd: () => void;
+  readonly #log: FastifyBaseLogger;
 
   constructor(
     last: number,
@@ -48,7 +49,9 @@ class StreamFollower implements Follower {
     socketBuffer: () => number,
     sent: StreamOptions['sent'],
     onEnd: () => void,
+    log: FastifyBaseLogger,
   ) {
+    this.#log = log;
     this.last = last;
     this.#body = body;
     this.#socketBuffer = socketBuffer;
@@ -91,6 +94,7 @@ class StreamFollower implements Follower {
     this.#ended = true;
     this.#onEnd();
     if (cut) {
+      this.#log.warn({ why }, 'event stream: client disconnected');
       this.#body.destroy();
       return;
     }
@@ -204,6 +208,7 @@ export function registerEventStream(
           open.delete(follower);
           feed.leave(follower);
         },
+        request.log,
       );
       open.add(follower);
       heartbeat ??= setInterval(beat, options.heartbeatMs).unref();
