@@ -180,6 +180,31 @@ for (const backend of BACKENDS) {
       assert.deepEqual(again, rest);
     });
 
+    it('a client that leaves gives its MAX_SUBSCRIBERS place back at once, not at the next write', async () => {
+      // No keep-alive comment within the test: only the client's leaving can free the places.
+      const server = await serve({ DATABASE_URL: await fresh(), MAX_SUBSCRIBERS: '2', EVENTS_HEARTBEAT_MS: '600000' });
+      for (let round = 0; round < 3; round++) {
+        const streams = [subscribe(server.url), subscribe(server.url)];
+        await Promise.all(streams.map((s) => s.opened));
+        const third = await call(server.url, 'GET', '/users/events');
+        assert.equal(third.status, 503, `round ${round}: a third stream is past the limit`);
+        for (const s of streams) s.close();
+        let status = 0;
+        for (let wait = 0; wait < 200 && status !== 200; wait++) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          status = await new Promise<number>((resolve, reject) => {
+            const req = request(`${server.url}/users/events`, (res) => {
+              resolve(res.statusCode ?? 0);
+              req.destroy();
+            });
+            req.on('error', reject);
+            req.end();
+          });
+        }
+        assert.equal(status, 200, `round ${round}: a place was free again after the clients left`);
+      }
+    });
+
     it('refuses what it cannot serve, in the problem shape: bad ids (400), ids the log no longer holds (410), other methods (405)', async () => {
       const server = await serve({ DATABASE_URL: await fresh(), CHANGES_RETENTION: '1s' });
       await writes([server.url], 5, 1);

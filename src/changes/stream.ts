@@ -214,6 +214,10 @@ export function registerEventStream(
       heartbeat ??= setInterval(beat, options.heartbeatMs).unref();
       request.raw.once('close', () => follower.end('closed'));
       raw.once('close', () => follower.end('closed'));
+      // The service keeps a connection whose client ended its side open (for clients that send a
+      // request and then close, as nc does): for a stream, that end is the client leaving, seen at
+      // once rather than at the next write that fails, so its MAX_SUBSCRIBERS place is free again.
+      request.raw.socket.once('end', () => follower.end('the client left', true));
       body.push(`retry: ${RETRY_MS}\n: changes after ${from}\n\n`);
 
       const catchUp = async (changes: readonly Change[]) => {

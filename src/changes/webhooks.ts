@@ -78,6 +78,7 @@ export class WebhookDeliveries {
   readonly #stop = new AbortController();
   readonly #wakers = new Set<() => void>();
   #running: Promise<void>[] = [];
+  #stopWatch: (() => void) | undefined;
 
   constructor(store: UserStore, options: WebhookOptions, log: FastifyBaseLogger, counts: WebhookCounts) {
     this.#store = store;
@@ -88,6 +89,8 @@ export class WebhookDeliveries {
   }
 
   start(): void {
+    // Other processes' commits too (PostgreSQL's notifications, SQLite's change version).
+    this.#stopWatch = this.#store.watch(() => this.wake());
     this.#running = this.#options.urls.map((url) => this.#serve(url));
   }
 
@@ -98,6 +101,7 @@ export class WebhookDeliveries {
 
   /** Ends the deliveries: the attempt in flight finishes, positions are saved and leases let go. */
   async stop(): Promise<void> {
+    this.#stopWatch?.();
     this.#stop.abort();
     this.wake();
     await Promise.all(this.#running);
@@ -204,6 +208,9 @@ class Delivery {
           );
         }
         if (page.changes.length === 0) {
+          // Nothing to send: the position is saved before waiting, so a crash repeats as little as it can.
+          if (this.#cursor !== this.#saved) await this.#save(false);
+          if (!this.#held) break;
           await this.#idle(Math.min(SAVE_INTERVAL_MS * 5, LEASE_MS - RENEW_BEFORE_MS));
           continue;
         }
