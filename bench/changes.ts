@@ -12,6 +12,7 @@ import { freePort, killStarted, startChild } from './child-server.ts';
 import { startPostgres } from './postgres.ts';
 import { statusMB } from './proc-stats.ts';
 import { buildService } from './service-build.ts';
+import { sseEvents } from '../test/helpers/sse.ts';
 
 const { values } = parseArgs({ options: { writes: { type: 'string', default: '2000' } } });
 const WRITES = Number(values.writes);
@@ -45,17 +46,13 @@ function subscribe(url: string, onEvent: (id: number) => void): Promise<() => vo
   return new Promise((resolve, reject) => {
     const req = request(`${url}/users/events`, { agent: false }, (res) => {
       if (res.statusCode !== 200) return reject(new Error(`stream ${res.statusCode}`));
-      let buffer = '';
       res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        buffer += chunk;
-        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const id = /^id: (\d+)$/m.exec(block)?.[1];
-          if (id !== undefined) onEvent(Number(id));
-        }
-      });
+      res.on(
+        'data',
+        sseEvents((event) => {
+          if (event.id !== undefined) onEvent(Number(event.id));
+        }),
+      );
       resolve(() => req.destroy());
     });
     req.once('error', reject);
