@@ -5,14 +5,28 @@
 // `node scripts/build.mjs OUTFILE src/cli.ts` bundles the command line instead (the tests run it,
 // and bin/user-records.mjs builds it into dist/cli/). The command line's bundle is split: what only
 // `serve` needs (the HTTP side and its packages) is a chunk beside it, loaded when `serve` runs, so
-// the other commands start in half the time and memory.
+// the other commands start in half the time and memory. The admin page (admin/) is built here too,
+// and its files carried inside the bundle.
 import { basename, dirname, extname, join } from 'node:path';
 import { build } from 'esbuild';
+import { buildAdmin } from '../admin/build.mjs';
 
 const outfile = process.argv[2] ?? 'dist/server.mjs';
 const entry = process.argv[3] ?? 'src/server.ts';
+/** The admin page, built once here and carried in the bundle in place of src/ops/admin-assets.ts. */
+let admin;
+const adminAssets = {
+  name: 'admin-assets',
+  setup(bundle) {
+    bundle.onLoad({ filter: /[\\/]src[\\/]ops[\\/]admin-assets\.ts$/ }, async () => {
+      admin ??= buildAdmin();
+      return { contents: `export const adminAssets = async () => (${JSON.stringify(await admin)});`, loader: 'js' };
+    });
+  },
+};
 const common = {
   bundle: true,
+  plugins: [adminAssets],
   platform: 'node',
   format: 'esm',
   packages: 'external',

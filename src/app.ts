@@ -19,9 +19,11 @@ import { parseParams } from './http/query-string.ts';
 import { RateLimiter } from './http/rate-limit.ts';
 import { createValidatorCompiler } from './http/validation.ts';
 import { logOutput } from './logs/output.ts';
+import { registerAdmin } from './ops/admin.ts';
 import { registerDocs } from './ops/docs.ts';
 import { registerHealthRoutes } from './ops/health.ts';
 import { registerMetrics } from './ops/metrics.ts';
+import { registerTokenScope } from './ops/token-scope.ts';
 import type { UserStore } from './store/store.ts';
 import { registerUserRoutes } from './users/routes.ts';
 import { RULES } from './users/schemas.ts';
@@ -106,6 +108,7 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   // client sends no body to a request that is refused anyway (a 401, say).
   app.server.on('checkContinue', (request, response) => app.server.emit('request', request, response));
 
+  const authenticate = config.tokens.length > 0 ? authenticator(config.tokens) : undefined;
   const metrics = registerMetrics(app, deps.store);
   const withMetrics = deps.without?.metrics !== true;
   await registerGate(app, {
@@ -115,7 +118,7 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
     overload: new OverloadMonitor(config.overloadLagMs),
     hosts: allowedHosts(config.allowedHosts, config.host),
     crossSiteWrite: crossSiteWriteCheck(config.corsOrigins),
-    authenticate: config.tokens.length > 0 ? authenticator(config.tokens) : undefined,
+    authenticate,
     cors: config.corsOrigins.length > 0 ? (scope) => registerCors(scope, config.corsOrigins) : undefined,
   });
   // One hook for what follows every answer: the access-log line and the request metrics.
@@ -132,6 +135,8 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   registerConditionalGet(app);
 
   await registerDocs(app, config.tokens.length > 0);
+  registerAdmin(app);
+  registerTokenScope(app, authenticate);
   const store = withMetrics ? metrics.store : deps.store;
   registerHealthRoutes(app, store);
   const streams = registerEventStream(app, store, new ChangeFeed(store), {

@@ -29,7 +29,7 @@ type Json = Record<string, unknown>;
 type OpenApiObject = Json & { paths?: Record<string, Record<string, Operation>>; components?: Json };
 
 /** Schemas published under their `title` in components.schemas and referenced where they are used. */
-const NAMED = new Set(['User', 'Users', 'Problem', 'Status']);
+const NAMED = new Set(['User', 'Users', 'Problem', 'Status', 'Scope']);
 
 const isObject = (value: unknown): value is Json =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -81,6 +81,19 @@ const EXTRA_PATHS: Record<string, Record<string, Operation>> = {
           content: problemContent(),
         },
         503: { description: 'The metrics of every worker could not be gathered; retry.', content: problemContent() },
+      },
+    },
+  },
+  '/admin': {
+    get: {
+      tags: ['operations'],
+      operationId: 'getAdminPage',
+      summary: 'The admin page',
+      description:
+        'A web page to browse, add, edit and delete the records, live; served by the service itself, it loads nothing from elsewhere and asks for a token when the API needs one.',
+      security: [],
+      responses: {
+        200: { description: 'The page.', content: { 'text/html': { schema: { type: 'string' } } } },
       },
     },
   },

@@ -1,0 +1,130 @@
+import type { ComponentChildren } from 'preact';
+import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { type RecordInput, type Row, versionOf, type Versioned } from './api.ts';
+
+/** A modal dialog: focus moves into it, Escape or Cancel closes it, focus goes back when it closes. */
+function Modal(props: { title: string; onCancel: () => void; children: ComponentChildren; role?: 'alertdialog' }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
+  useEffect(() => {
+    const dialog = ref.current;
+    if (dialog !== null && !dialog.open) dialog.showModal();
+    return () => dialog?.close();
+  }, []);
+  return (
+    <dialog
+      ref={ref}
+      role={props.role}
+      aria-labelledby={titleId}
+      onCancel={(event) => {
+        event.preventDefault();
+        props.onCancel();
+      }}
+    >
+      <h2 id={titleId}>{props.title}</h2>
+      {props.children}
+    </dialog>
+  );
+}
+
+export function ConfirmDelete(props: { row: Row; onConfirm: () => void; onCancel: () => void }) {
+  const { row } = props;
+  return (
+    <Modal title="Delete this record?" role="alertdialog" onCancel={props.onCancel}>
+      <p>
+        Record #{row.id}, {row.name} ({row.age}, {row.city}), will be deleted for everyone.
+      </p>
+      <div class="actions">
+        <button type="button" class="danger" onClick={props.onConfirm}>
+          Delete
+        </button>
+        <button type="button" autofocus onClick={props.onCancel}>
+          Cancel
+        </button>
+      </div>
+    </Modal>
+  );
+}
+
+const FIELDS = ['name', 'age', 'city'] as const;
+
+/** A save refused with 412: the record as someone else saved it beside the edit, and a choice. */
+export function Conflict(props: {
+  mine: RecordInput;
+  myEtag: string;
+  theirs: Versioned;
+  onSaveMine: () => void;
+  onTakeTheirs: () => void;
+  onCancel: () => void;
+}) {
+  const { mine, theirs } = props;
+  return (
+    <Modal title="Changed by someone else" role="alertdialog" onCancel={props.onCancel}>
+      <p>
+        Record #{theirs.row.id} was saved by someone else while you were editing it. You started from version{' '}
+        {versionOf(props.myEtag)}; it is now at version {versionOf(theirs.etag)}.
+      </p>
+      <table class="conflict">
+        <thead>
+          <tr>
+            <th scope="col">Field</th>
+            <th scope="col">Yours (from version {versionOf(props.myEtag)})</th>
+            <th scope="col">Theirs (version {versionOf(theirs.etag)})</th>
+          </tr>
+        </thead>
+        <tbody>
+          {FIELDS.map((field) => (
+            <tr key={field} class={mine[field] === theirs.row[field] ? '' : 'differs'}>
+              <th scope="row">{field[0]?.toUpperCase() + field.slice(1)}</th>
+              <td>{mine[field]}</td>
+              <td>{theirs.row[field]}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <div class="actions">
+        <button type="button" onClick={props.onSaveMine}>
+          Save mine over theirs
+        </button>
+        <button type="button" onClick={props.onTakeTheirs}>
+          Take theirs
+        </button>
+        <button type="button" onClick={props.onCancel}>
+          Keep editing
+        </button>
+      </div>
+    </Modal>
+  );
+}
+
+/** Asks for a token; it is kept for this browser tab's session only. */
+export function SignIn(props: { reason: string; onToken: (token: string) => void }) {
+  const [token, setToken] = useState('');
+  const inputId = useId();
+  return (
+    <Modal title="Sign in" onCancel={() => undefined}>
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          if (token.trim() !== '') props.onToken(token.trim());
+        }}
+      >
+        <p role="alert">{props.reason}</p>
+        <label for={inputId}>Token</label>
+        <input
+          id={inputId}
+          type="password"
+          autocomplete="off"
+          value={token}
+          onInput={(event) => setToken(event.currentTarget.value)}
+        />
+        <p class="hint">
+          A read token shows the records; a write token may also change them. It is kept until this tab closes.
+        </p>
+        <div class="actions">
+          <button type="submit">Sign in</button>
+        </div>
+      </form>
+    </Modal>
+  );
+}

@@ -1,0 +1,401 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { after, before, describe, it, type TestContext } from 'node:test';
+import axe from 'axe-core';
+import type { FastifyInstance } from 'fastify';
+import type { Page } from 'playwright-core';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config/load.ts';
+import { openStore } from '../src/store/open-store.ts';
+import type { UserStore } from '../src/store/store.ts';
+import { type InProcessApp, startApp } from './helpers/app.ts';
+import { BACKENDS, type Backend } from './helpers/backends.ts';
+import { launchBrowser, type PageWatch, watchedPage } from './helpers/browser.ts';
+import { CHROMIUM } from './helpers/chromium.ts';
+
+/** Long enough for a busy machine; each wait ends as soon as its condition holds. */
+const WAIT_MS = 20_000;
+const READ_TOKEN = 'read:admin-test-read-token-4f1c9e2a7b';
+const WRITE_TOKEN = 'write:admin-test-write-token-8d3b6a1e5c';
+
+/** Without Chromium: skipped on a developer machine, a failure in CI (where .ci/run installs it). */
+function needsChromium(t: TestContext): boolean {
+  if (existsSync(CHROMIUM)) return true;
+  assert.notEqual(process.env.CI, 'true', `Chromium is not installed at ${CHROMIUM} (.ci/run installs it)`);
+  t.skip(`Chromium is not installed at ${CHROMIUM}: apt-get install -y --no-install-recommends chromium`);
+  return false;
+}
+
+interface Listed {
+  data: Array<{ id: number; name: string; age: string; city: string }>;
+}
+
+async function listAll(app: FastifyInstance): Promise<Listed['data']> {
+  const answer = await app.inject({ url: '/users?fields=id,name,age,city' });
+  assert.equal(answer.statusCode, 200);
+  return (JSON.parse(answer.body) as Listed).data;
+}
+
+async function create(app: FastifyInstance, name: string, age: number, city: string): Promise<number> {
+  const query = new URLSearchParams({ name, age: String(age), city, fields: 'id' });
+  const answer = await app.inject({ method: 'POST', url: `/users?${query}` });
+  assert.equal(answer.statusCode, 200, answer.body);
+  return (JSON.parse(answer.body) as { data: [{ id: number }] }).data[0].id;
+}
+
+/** The serious and critical accessibility violations axe-core finds on the page as it is now. */
+async function axeViolations(page: Page): Promise<string[]> {
+  // Evaluated through the DevTools protocol, which the page's CSP does not govern.
+  await page.evaluate(axe.source);
+  const results = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] })")) as axe.AxeResults;
+  return results.violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => `${violation.impact} ${violation.id}: ${violation.nodes.map((node) => node.target).join(' ')}`);
+}
+
+const row = (page: Page, id: number) => page.locator(`tr[data-id="${id}"]`);
+const cell = (within: Page | ReturnType<typeof row>, text: string) =>
+  within.getByRole('cell', { name: text, exact: true });
+/** A record as `GET /users/{id}` answers it. */
+const recordOf = (body: string) => (JSON.parse(body) as Listed).data[0];
+
+/** The service built in this process on a store that outlives it, so it can stop and start again on its port. */
+async function restartable(backend: Backend) {
+  const database = await backend.fresh();
+  const config = loadConfig(
+    {
+      LOG_LEVEL: 'silent',
+      OVERLOAD_LAG_MS: '60000',
+      DATABASE_TIMEOUT_MS: '30000',
+      RATE_LIMIT: 'off',
+      DATABASE_URL: database.url,
+    },
+    [],
+  );
+  const store: UserStore = await openStore(config, { check: true });
+  let app: FastifyInstance | undefined = await buildApp(config, { store });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  return {
+    url,
+    store,
+    stop: async () => {
+      await app?.close();
+      app = undefined;
+    },
+    start: async () => {
+      app = await buildApp(config, { store });
+      await app.listen({ host: '127.0.0.1', port: Number(new URL(url).port) });
+    },
+    close: async () => {
+      try {
+        await app?.close();
+        await store.close();
+      } finally {
+        await database.drop();
+      }
+    },
+  };
+}
+
+for (const backend of BACKENDS) {
+  describe(`/admin in a real Chromium (${backend.name})`, { skip: backend.skip }, () => {
+    let running: InProcessApp | undefined;
+    let browser: Awaited<ReturnType<typeof launchBrowser>> | undefined;
+    const watch: PageWatch = { leaked: [], errors: [] };
+
+    before(async () => {
+      if (!existsSync(CHROMIUM)) return;
+      running = await startApp({ RATE_LIMIT: 'off' }, backend);
+      browser = await launchBrowser();
+      watch.leaked = browser.leaked;
+    });
+    after(async () => {
+      try {
+        await browser?.close();
+      } finally {
+        await running?.close();
+      }
+    });
+
+    const open = async (): Promise<{ page: Page; app: FastifyInstance }> => {
+      assert.ok(running !== undefined && browser !== undefined, 'the browser or the app did not start');
+      const page = await watchedPage(browser.context, watch);
+      const answer = await page.goto(`${running.url}/admin`);
+      assert.equal(answer?.status(), 200);
+      await page.getByText('Live: changes appear as they happen').waitFor({ timeout: WAIT_MS });
+      return { page, app: running.app };
+    };
+
+    it('adds, edits and deletes through the page, and the API agrees', async (t) => {
+      if (!needsChromium(t)) return;
+      const { page, app } = await open();
+      await page.getByLabel('Name', { exact: true }).fill('Grace Hopper');
+      await page.getByLabel('Age', { exact: true }).fill('85');
+      await page.getByLabel('City', { exact: true }).fill('Arlington');
+      await page.getByRole('button', { name: 'Add record' }).click();
+      const added = cell(page, 'Grace Hopper');
+      await added.waitFor({ timeout: WAIT_MS });
+      const stored = (await listAll(app)).find((record) => record.name === 'Grace Hopper');
+      assert.deepEqual(stored && { ...stored, id: 0 }, { id: 0, name: 'Grace Hopper', age: '85', city: 'Arlington' });
+      assert.equal(await page.getByLabel('Name', { exact: true }).inputValue(), '', 'the form is cleared once added');
+
+      const id = stored?.id ?? 0;
+      await page.getByRole('button', { name: `Edit record ${id}, Grace Hopper` }).click();
+      await page.getByRole('heading', { name: `Edit record #${id}` }).waitFor({ timeout: WAIT_MS });
+      await page.getByLabel('City', { exact: true }).fill('New York');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await cell(row(page, id), 'New York').waitFor({ timeout: WAIT_MS });
+      const edited = await app.inject({ url: `/users/${id}` });
+      assert.deepEqual(recordOf(edited.body), { name: 'Grace Hopper', age: '85', city: 'New York' });
+      assert.match(edited.headers.etag as string, new RegExp(`^"${id}-2"$`), 'one write: version 2');
+
+      await page.getByRole('button', { name: `Delete record ${id}, Grace Hopper` }).click();
+      const confirm = page.getByRole('alertdialog', { name: 'Delete this record?' });
+      await confirm.waitFor({ timeout: WAIT_MS });
+      assert.equal((await app.inject({ url: `/users/${id}` })).statusCode, 200, 'nothing is deleted before confirming');
+      await confirm.getByRole('button', { name: 'Delete', exact: true }).click();
+      await row(page, id).waitFor({ state: 'detached', timeout: WAIT_MS });
+      assert.equal((await app.inject({ url: `/users/${id}` })).statusCode, 404);
+      await page.close();
+    });
+
+    it('shows a bad age next to its field and stores nothing', async (t) => {
+      if (!needsChromium(t)) return;
+      const { page, app } = await open();
+      const before = await listAll(app);
+      await page.getByLabel('Name', { exact: true }).fill('Methuselah');
+      await page.getByLabel('Age', { exact: true }).fill('151');
+      await page.getByLabel('City', { exact: true }).fill('Ur');
+      await page.getByRole('button', { name: 'Add record' }).click();
+      const age = page.getByLabel('Age', { exact: true });
+      await page.locator('#record-age-error').waitFor({ timeout: WAIT_MS });
+      // The message is the service's own, tied to the field for assistive technology.
+      assert.match((await page.locator('#record-age-error').textContent()) ?? '', /150/);
+      assert.equal(await age.getAttribute('aria-invalid'), 'true');
+      assert.equal(await age.getAttribute('aria-describedby'), 'record-age-error');
+      assert.equal(await page.locator('#record-name-error').count(), 0, 'only the age is at fault');
+      assert.deepEqual(await listAll(app), before);
+      assert.deepEqual(await axeViolations(page), [], 'the form showing an error');
+      await page.close();
+    });
+
+    it('shows records created, changed and deleted through the API without a reload', async (t) => {
+      if (!needsChromium(t)) return;
+      const { page, app } = await open();
+      const id = await create(app, 'Katherine Johnson', 101, 'Hampton');
+      await cell(row(page, id), 'Katherine Johnson').waitFor({ timeout: WAIT_MS });
+      await page
+        .getByRole('listitem')
+        .filter({ hasText: `#${id} Katherine Johnson added` })
+        .waitFor({ timeout: WAIT_MS });
+      const patched = await app.inject({ method: 'PATCH', url: `/users/${id}?city=Newport%20News` });
+      assert.equal(patched.statusCode, 200);
+      await cell(row(page, id), 'Newport News').waitFor({ timeout: WAIT_MS });
+      assert.equal((await app.inject({ method: 'DELETE', url: `/users/${id}` })).statusCode, 200);
+      await row(page, id).waitFor({ state: 'detached', timeout: WAIT_MS });
+      await page.close();
+    });
+
+    it('offers a choice when someone else saved the record first (412)', async (t) => {
+      if (!needsChromium(t)) return;
+      const { page, app } = await open();
+      const id = await create(app, 'Ada Lovelace', 36, 'London');
+      await page.getByRole('button', { name: `Edit record ${id}, Ada Lovelace` }).click();
+      await page.getByRole('heading', { name: `Edit record #${id}` }).waitFor({ timeout: WAIT_MS });
+      await page.getByLabel('City', { exact: true }).fill('Marylebone');
+      // Someone else saves while the form is open: the record moves to version 2.
+      const theirs = await app.inject({ method: 'PATCH', url: `/users/${id}?age=37` });
+      assert.equal(theirs.statusCode, 200);
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      const choice = page.getByRole('alertdialog', { name: 'Changed by someone else' });
+      await choice.waitFor({ timeout: WAIT_MS });
+      const text = (await choice.textContent()) ?? '';
+      assert.match(text, /You started from version 1; it is now at version 2/);
+      assert.match(text, /Age3637/, 'yours (36) beside theirs (37)');
+      assert.deepEqual(await axeViolations(page), [], 'the conflict dialog');
+      assert.deepEqual(recordOf((await app.inject({ url: `/users/${id}` })).body), {
+        name: 'Ada Lovelace',
+        age: '37',
+        city: 'London',
+      });
+      await choice.getByRole('button', { name: 'Save mine over theirs' }).click();
+      await cell(row(page, id), 'Marylebone').waitFor({ timeout: WAIT_MS });
+      assert.deepEqual(recordOf((await app.inject({ url: `/users/${id}` })).body), {
+        name: 'Ada Lovelace',
+        age: '36',
+        city: 'Marylebone',
+      });
+      await page.close();
+    });
+
+    it('is usable by keyboard alone, with a visible focus, and at phone width', async (t) => {
+      if (!needsChromium(t)) return;
+      const { page, app } = await open();
+      // Tab from the top of the page to the Name field, then fill the form and send it with Enter.
+      let reached = false;
+      for (let presses = 0; presses < 30 && !reached; presses++) {
+        await page.keyboard.press('Tab');
+        reached = (await page.evaluate('document.activeElement?.id')) === 'record-name';
+      }
+      assert.ok(reached, 'Tab never reached the Name field');
+      const outline = await page.evaluate(
+        "({ visible: document.activeElement.matches(':focus-visible'), style: getComputedStyle(document.activeElement).outlineStyle })",
+      );
+      assert.deepEqual(outline, { visible: true, style: 'solid' });
+      await page.keyboard.type('Alan Turing');
+      await page.keyboard.press('Tab');
+      await page.keyboard.type('41');
+      await page.keyboard.press('Tab');
+      await page.keyboard.type('Wilmslow');
+      await page.keyboard.press('Enter');
+      await cell(page, 'Alan Turing').waitFor({ timeout: WAIT_MS });
+      assert.ok((await listAll(app)).some((record) => record.name === 'Alan Turing'));
+
+      await page.setViewportSize({ width: 390, height: 844 });
+      const overflow = (await page.evaluate('document.documentElement.scrollWidth - window.innerWidth')) as number;
+      assert.ok(overflow <= 0, `the page is ${overflow} px wider than a phone`);
+      assert.ok(await page.getByRole('button', { name: 'Add record' }).isVisible());
+      assert.deepEqual(await axeViolations(page), [], 'at phone width');
+      await page.setViewportSize({ width: 1200, height: 900 });
+      await page
+        .getByRole('button', { name: /^Delete record/ })
+        .first()
+        .click();
+      await page.getByRole('alertdialog', { name: 'Delete this record?' }).waitFor({ timeout: WAIT_MS });
+      assert.deepEqual(await axeViolations(page), [], 'the delete dialog');
+      await page.keyboard.press('Escape');
+      await page.getByRole('alertdialog').waitFor({ state: 'detached', timeout: WAIT_MS });
+      await page.close();
+    });
+
+    it('resumes after a lost connection without missing a change', async (t) => {
+      if (!needsChromium(t)) return;
+      assert.ok(browser !== undefined);
+      const service = await restartable(backend);
+      try {
+        // While the service is down the page's reconnection attempts are refused.
+        const page = await watchedPage(browser.context, watch, /ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE/);
+        await page.goto(`${service.url}/admin`);
+        await page.getByText('Live: changes appear as they happen').waitFor({ timeout: WAIT_MS });
+        const first = await service.store.create({ name: 'Before', age: 1, city: 'Here' });
+        await page
+          .getByRole('listitem')
+          .filter({ hasText: `#${first.id} Before added` })
+          .waitFor({ timeout: WAIT_MS });
+
+        await service.stop();
+        await page.getByText(/Connection lost/).waitFor({ timeout: WAIT_MS });
+        // Changes made while the page cannot hear: another instance would make them just so.
+        const missed = [];
+        for (const name of ['Gap one', 'Gap two', 'Gap three']) {
+          missed.push(await service.store.create({ name, age: 2, city: 'There' }));
+        }
+        await service.store.update(first.id, { city: 'Elsewhere' });
+        await service.start();
+
+        for (const user of missed) {
+          await page
+            .getByRole('listitem')
+            .filter({ hasText: `#${user.id} ${user.name} added` })
+            .waitFor({ timeout: WAIT_MS });
+        }
+        await page
+          .getByRole('listitem')
+          .filter({ hasText: `#${first.id} Before changed` })
+          .waitFor({ timeout: WAIT_MS });
+        await cell(row(page, first.id), 'Elsewhere').waitFor({ timeout: WAIT_MS });
+        // Each change once, in order: the newest first in the list.
+        const items = await page.locator('.activity li').allTextContents();
+        const names = items.map((item) => item.replace(/^\S+ #\d+ /, ''));
+        assert.deepEqual(names, [
+          'Before changed',
+          'Gap three added',
+          'Gap two added',
+          'Gap one added',
+          'Before added',
+        ]);
+        await page.close();
+      } finally {
+        await service.close();
+      }
+    });
+
+    it('made no request to another host and logged no error', (t) => {
+      if (!needsChromium(t)) return;
+      assert.deepEqual(watch.leaked, []);
+      assert.deepEqual(watch.errors, []);
+    });
+  });
+
+  describe(`/admin with tokens (${backend.name})`, { skip: backend.skip }, () => {
+    let running: InProcessApp | undefined;
+    let browser: Awaited<ReturnType<typeof launchBrowser>> | undefined;
+    const watch: PageWatch = { leaked: [], errors: [] };
+    before(async () => {
+      if (!existsSync(CHROMIUM)) return;
+      running = await startApp({ RATE_LIMIT: 'off', API_TOKENS: `${READ_TOKEN},${WRITE_TOKEN}` }, backend);
+      browser = await launchBrowser();
+      watch.leaked = browser.leaked;
+    });
+    after(async () => {
+      try {
+        await browser?.close();
+      } finally {
+        await running?.close();
+      }
+    });
+
+    it('asks for a token; a read token gives a read-only page, a write token a full one', async (t) => {
+      if (!needsChromium(t)) return;
+      assert.ok(running !== undefined && browser !== undefined);
+      const auth = { authorization: `Bearer ${WRITE_TOKEN.slice('write:'.length)}` };
+      const seeded = await running.app.inject({
+        method: 'POST',
+        url: '/users?name=Seed&age=20&city=Oslo',
+        headers: auth,
+      });
+      assert.equal(seeded.statusCode, 200);
+      const page = await watchedPage(browser.context, watch);
+      await page.goto(`${running.url}/admin`);
+      const signIn = page.getByRole('dialog', { name: 'Sign in' });
+      await signIn.waitFor({ timeout: WAIT_MS });
+      assert.equal(await cell(page, 'Seed').count(), 0, 'nothing is shown without a token');
+      assert.deepEqual(await axeViolations(page), [], 'the sign-in dialog');
+
+      await signIn.getByLabel('Token').fill('not-a-token-of-this-service');
+      await signIn.getByRole('button', { name: 'Sign in' }).click();
+      await page
+        .getByRole('dialog', { name: 'Sign in' })
+        .getByText('The bearer token is not valid.')
+        .waitFor({ timeout: WAIT_MS });
+
+      await page.getByLabel('Token').fill(READ_TOKEN.slice('read:'.length));
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await cell(page, 'Seed').waitFor({ timeout: WAIT_MS });
+      await page
+        .getByText('Read-only: this token may read the records but not change them.')
+        .waitFor({ timeout: WAIT_MS });
+      assert.equal(await page.getByRole('button', { name: 'Add record' }).count(), 0);
+      assert.equal(await page.getByRole('button', { name: /^Edit record/ }).count(), 0);
+      await page.getByText('Live: changes appear as they happen').waitFor({ timeout: WAIT_MS });
+      // The token lives in this tab's session only.
+      const kept = await page.evaluate('({ session: sessionStorage.length, local: localStorage.length })');
+      assert.deepEqual(kept, { session: 1, local: 0 });
+
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('dialog', { name: 'Sign in' }).waitFor({ timeout: WAIT_MS });
+      await page.getByLabel('Token').fill(WRITE_TOKEN.slice('write:'.length));
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByLabel('Name', { exact: true }).fill('Written');
+      await page.getByLabel('Age', { exact: true }).fill('30');
+      await page.getByLabel('City', { exact: true }).fill('Bergen');
+      await page.getByRole('button', { name: 'Add record' }).click();
+      await cell(page, 'Written').waitFor({ timeout: WAIT_MS });
+      const listed = await running.app.inject({ url: '/users', headers: auth });
+      assert.match(listed.body, /"name":"Written"/);
+      assert.deepEqual(watch.leaked, []);
+      assert.deepEqual(watch.errors, []);
+      await page.close();
+    });
+  });
+}

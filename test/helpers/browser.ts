@@ -1,0 +1,75 @@
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { CHROMIUM, CHROMIUM_ARGS } from './chromium.ts';
+import { tempDir } from './server.ts';
+
+/** What a page did that a test of it forbids, gathered while it runs. */
+export interface PageWatch {
+  /** Requests to any host but 127.0.0.1 (each was aborted). */
+  leaked: string[];
+  /** Uncaught errors, and console errors other than the answers the test provoked. */
+  errors: string[];
+}
+
+/**
+ * Chromium's console names every answer a fetch got outside 2xx ("Failed to load resource: the
+ * server responded with a status of 412"). The page handles those it is meant to (a 400, 401, 404,
+ * 412) and shows them; such lines are not errors of the page. Anything else is.
+ */
+const HANDLED_ANSWER = /^Failed to load resource: the server responded with a status of (400|401|403|404|410|412)/;
+
+/** A headless Chromium with a throwaway profile that lets requests reach 127.0.0.1 and nothing else. */
+export async function launchBrowser(
+  viewport = { width: 1200, height: 900 },
+): Promise<{ context: BrowserContext; leaked: string[]; close(): Promise<void> }> {
+  const profile = tempDir('user-records-chromium-');
+  const leaked: string[] = [];
+  let context: BrowserContext;
+  try {
+    context = await chromium.launchPersistentContext(profile.dir, {
+      executablePath: CHROMIUM,
+      args: CHROMIUM_ARGS,
+      viewport,
+    });
+  } catch (error) {
+    profile.cleanup();
+    throw error;
+  }
+  await context.route('**/*', async (route) => {
+    const url = route.request().url();
+    let host = '';
+    try {
+      host = new URL(url).hostname;
+    } catch {
+      // An unparsable URL is not local either.
+    }
+    if (host === '127.0.0.1') await route.continue();
+    else {
+      leaked.push(url);
+      await route.abort('internetdisconnected');
+    }
+  });
+  return {
+    context,
+    leaked,
+    close: async () => {
+      try {
+        await context.close();
+      } finally {
+        profile.cleanup();
+      }
+    },
+  };
+}
+
+/** A new tab that reports into `watch`; `expected` names console lines a test provoked on purpose. */
+export async function watchedPage(context: BrowserContext, watch: PageWatch, expected?: RegExp): Promise<Page> {
+  const page = await context.newPage();
+  page.on('pageerror', (error) => watch.errors.push(`uncaught: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() !== 'error') return;
+    const text = message.text();
+    if (HANDLED_ANSWER.test(text) || expected?.test(text)) return;
+    watch.errors.push(`console: ${text}`);
+  });
+  return page;
+}
