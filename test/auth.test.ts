@@ -256,6 +256,20 @@ for (const source of SOURCES) {
       checkOpenPaths(suite.current.app));
 
     it('lets a read token at /metrics', () => checkMetricsToken(suite.current.app));
+
+    it('tells each token its scope at /auth/scope, and refuses a missing or wrong one', async () => {
+      const { app } = suite.current;
+      const scopeOf = async (headers: Record<string, string>) => {
+        const answer = await call(app, 'GET', '/auth/scope', { headers });
+        return answer.status === 200 ? (JSON.parse(answer.text) as unknown) : answer.status;
+      };
+      assert.deepEqual(await scopeOf(bearer(READ)), { scope: 'read' });
+      assert.deepEqual(await scopeOf(bearer(WRITE)), { scope: 'write' });
+      assert.equal(await scopeOf({}), 401);
+      assert.equal(await scopeOf(bearer(WRONG)), 401);
+      assertProblem(await call(app, 'GET', '/auth/scope?x=1', { headers: bearer(READ) }), 400);
+      assertProblem(await call(app, 'POST', '/auth/scope', { headers: bearer(WRITE) }), 405);
+    });
   });
 }
 
@@ -300,5 +314,11 @@ describe('authentication off (no tokens configured, the default)', () => {
   it('ignores an Authorization header it has no tokens for', async () => {
     const list = await call(suite.current.app, 'GET', '/users', { headers: bearer(WRONG) });
     assert.equal(list.status, 200);
+  });
+
+  it('says at /auth/scope that anyone may write', async () => {
+    const answer = await call(suite.current.app, 'GET', '/auth/scope');
+    assert.equal(answer.status, 200);
+    assert.deepEqual(JSON.parse(answer.text), { scope: 'write' });
   });
 });

@@ -27,6 +27,8 @@ for (const backend of BACKENDS) {
         '/users/1',
         '/healthz',
         '/readyz',
+        '/admin',
+        '/auth/scope',
       ]) {
         assert.ok(commands.includes(fragment), `no example uses ${fragment}`);
       }
