@@ -164,12 +164,8 @@ export class ChangeFeed {
 /** The log no longer holds the changes after a follower's position (retention, or a restore). */
 export class LogMoved extends Error {
   override name = 'LogMoved';
-  readonly floor: number;
-  readonly version: number;
 
   constructor(floor: number, version: number) {
     super(`the change log now starts after version ${floor} and ends at ${version}`);
-    this.floor = floor;
-    this.version = version;
   }
 }

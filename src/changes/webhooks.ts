@@ -1,5 +1,6 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { setTimeout as wait } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import { VERSION } from '../config/version.ts';
 import type { Change, HookCursor, HookFailure, UserStore } from '../store/store.ts';
@@ -48,17 +49,8 @@ export function webhookId(change: Change): string {
   return `msg_${change.version}`;
 }
 
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done);
-  });
+/** Waits `ms`, or less when the service stops. */
+const sleep = (ms: number, signal: AbortSignal) => wait(ms, undefined, { signal }).catch(() => undefined);
 
 /**
  * Posts every change to every webhook URL, in version order per URL, at least once. The change log
@@ -134,11 +126,29 @@ export class WebhookDeliveries {
         await this.#idle(CLAIM_INTERVAL_MS);
         continue;
       }
-      await new Delivery(url, cursor, this.#owner, this.#store, this.#options, this.#log, this.#counts, signal, (ms) =>
-        this.#idle(ms),
-      ).run();
+      await new Delivery(url, cursor, {
+        owner: this.#owner,
+        store: this.#store,
+        options: this.#options,
+        log: this.#log,
+        counts: this.#counts,
+        signal,
+        idle: (ms) => this.#idle(ms),
+      }).run();
     }
   }
+}
+
+/** What every turn of delivery shares: this process's lease owner name, the store, the settings. */
+interface DeliveryContext {
+  owner: string;
+  store: UserStore;
+  options: WebhookOptions;
+  log: FastifyBaseLogger;
+  counts: WebhookCounts;
+  signal: AbortSignal;
+  /** Waits for a wake-up, the stop, or `ms`. */
+  idle: (ms: number) => Promise<void>;
 }
 
 /** One process's turn at delivering to one URL: from the claimed cursor until the lease is lost or the service stops. */
@@ -161,28 +171,18 @@ class Delivery {
   #failures: HookFailure[] = [];
   #held = true;
 
-  constructor(
-    url: string,
-    cursor: HookCursor,
-    owner: string,
-    store: UserStore,
-    options: WebhookOptions,
-    log: FastifyBaseLogger,
-    counts: WebhookCounts,
-    signal: AbortSignal,
-    idle: (ms: number) => Promise<void>,
-  ) {
+  constructor(url: string, cursor: HookCursor, context: DeliveryContext) {
     this.#url = url;
     this.#history = cursor.history;
     this.#cursor = cursor.version;
     this.#saved = cursor.version;
-    this.#owner = owner;
-    this.#store = store;
-    this.#options = options;
-    this.#log = log;
-    this.#counts = counts;
-    this.#signal = signal;
-    this.#idle = idle;
+    this.#owner = context.owner;
+    this.#store = context.store;
+    this.#options = context.options;
+    this.#log = context.log;
+    this.#counts = context.counts;
+    this.#signal = context.signal;
+    this.#idle = context.idle;
   }
 
   async run(): Promise<void> {
