@@ -375,6 +375,30 @@ for (const backend of backends) {
 
 for (const backend of persistent) {
   describe(`store that keeps its data [${backend.name}]`, { skip: backend.skip }, () => {
+    it("wakes every watcher on another process's commit, through one watch of the database", async () => {
+      const url = await backend.fresh();
+      const watched = await openUrl(url);
+      const other = await openUrl(url);
+      try {
+        const woken = { feed: 0, hooks: 0 };
+        const stopFeed = watched.watch(() => woken.feed++);
+        const stopHooks = watched.watch(() => woken.hooks++);
+        // Give the watch its first look (SQLite reads the version every 50 ms; PostgreSQL LISTENs).
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const before = { ...woken };
+        await other.create({ name: 'Elsewhere', age: 1, city: 'Away' });
+        for (let i = 0; i < 200 && (woken.feed === before.feed || woken.hooks === before.hooks); i++) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        assert.ok(woken.feed > before.feed && woken.hooks > before.hooks, `woken ${JSON.stringify(woken)}`);
+        stopFeed();
+        stopHooks();
+      } finally {
+        await other.close();
+        await watched.close();
+      }
+    });
+
     it('reopening keeps the data and the id sequence', async () => {
       const url = await backend.fresh();
       const store = await openUrl(url);

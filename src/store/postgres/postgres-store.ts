@@ -24,6 +24,7 @@ import { CHANGES_CHANNEL, PostgresBatch } from './batch.ts';
 import { guarded, isConnectionFault } from './errors.ts';
 import { migratePostgres } from './migrations.ts';
 import { type ChangeRow, COLUMNS, execStep, toChange, toUser, type UserRow } from './statements.ts';
+import { SharedWatch } from '../shared-watch.ts';
 
 /** While a LISTEN connection is down, and as a backstop for a lost notification, the log is read this often. */
 const WATCH_POLL_MS = 1000;
@@ -121,6 +122,7 @@ export class PostgresStore implements UserStore {
   readonly #listNames = new Map<string, string>();
   readonly #listeners = new CommitListeners();
   readonly #url: string;
+  readonly #watchers = new SharedWatch((wake) => this.#watch(wake));
 
   constructor(pool: Pool, url: string, retentionMs: number) {
     this.#pool = pool;
@@ -159,6 +161,10 @@ export class PostgresStore implements UserStore {
    * again a second after it breaks; the log is also read every second in case one was missed.
    */
   watch(wake: () => void): () => void {
+    return this.#watchers.add(wake);
+  }
+
+  #watch(wake: () => void): () => void {
     let stopped = false;
     let client: pg.Client | undefined;
     const listen = () => {

@@ -27,6 +27,7 @@ import { asUnavailable } from './rows.ts';
 import { ReadStatements } from './statements.ts';
 import type { JobOutcome } from './writer.ts';
 import { InlineLink, ThreadLink, type WriterLink } from './writer-link.ts';
+import { SharedWatch } from '../shared-watch.ts';
 
 export interface SqliteOptions {
   /** The longest a call waits for a lock another process holds; then it fails with 503. */
@@ -76,6 +77,7 @@ export class SqliteStore implements UserStore {
   readonly #listeners: CommitListeners;
   readonly #guard: FileGuard | undefined;
   readonly #busyTimeoutMs: number;
+  readonly #watchers = new SharedWatch((wake) => this.#watch(wake));
   /** Writes asked for in this turn of the event loop: they go to the writer as one batch. */
   #queue: Job[] = [];
   /** The statements of the turn's shared read transaction; none for `:memory:`. */
@@ -189,6 +191,10 @@ export class SqliteStore implements UserStore {
   }
 
   watch(wake: () => void): () => void {
+    return this.#watchers.add(wake);
+  }
+
+  #watch(wake: () => void): () => void {
     // Another process's commit shows only in the file: its change version is read a few times a second.
     let seen: number | undefined;
     const timer = setInterval(() => {
