@@ -20,6 +20,11 @@ const TOKEN_KEY = 'user-records-token';
 /** Changes that arrive close together make one read of the page. */
 const REFRESH_DELAY_MS = 250;
 const ACTIVITY_SHOWN = 20;
+/**
+ * A count of a million records costs the database a scan: reads caused by live changes count again
+ * at most this often; opening a page, a filter and Refresh always count.
+ */
+const RECOUNT_LIVE_MS = 5000;
 
 type Access = { kind: 'checking' } | { kind: 'sign-in'; reason: string } | { kind: 'ready'; writable: boolean };
 
@@ -73,26 +78,35 @@ export function App() {
 
   // Each read of the page has a number; an answer that comes after a newer read began is dropped.
   const reads = useRef(0);
-  const load = useCallback(async () => {
-    const read = ++reads.current;
-    setLoading(true);
-    try {
-      const page = await api.list(filters, start);
-      if (read !== reads.current) return;
-      setRows(page.rows);
-      setNext(page.next);
-      setNotice(undefined);
-      setAccess((old) => (old.kind === 'ready' ? old : { kind: 'checking' }));
-      api.count(filters).then(
-        (count) => read === reads.current && setTotal(count),
-        () => read === reads.current && setTotal(undefined),
-      );
-    } catch (error) {
-      if (read === reads.current) fail(error);
-    } finally {
-      if (read === reads.current) setLoading(false);
-    }
-  }, [api, filters, start, fail]);
+  const counted = useRef(0);
+  const counts = useRef(0);
+  const load = useCallback(
+    async (live = false) => {
+      const read = ++reads.current;
+      setLoading(true);
+      try {
+        const page = await api.list(filters, start);
+        if (read !== reads.current) return;
+        setRows(page.rows);
+        setNext(page.next);
+        setNotice(undefined);
+        setAccess((old) => (old.kind === 'ready' ? old : { kind: 'checking' }));
+        if (!live || Date.now() - counted.current >= RECOUNT_LIVE_MS) {
+          counted.current = Date.now();
+          const count = ++counts.current;
+          api.count(filters).then(
+            (total) => count === counts.current && setTotal(total),
+            () => count === counts.current && setTotal(undefined),
+          );
+        }
+      } catch (error) {
+        if (read === reads.current) fail(error);
+      } finally {
+        if (read === reads.current) setLoading(false);
+      }
+    },
+    [api, filters, start, fail],
+  );
 
   useEffect(() => void load(), [load]);
 
@@ -110,7 +124,7 @@ export function App() {
     if (refreshSoon.current !== undefined) return;
     refreshSoon.current = setTimeout(() => {
       refreshSoon.current = undefined;
-      void loadRef.current();
+      void loadRef.current(true);
     }, REFRESH_DELAY_MS);
   }, []);
 
