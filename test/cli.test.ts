@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync, existsSync, readdirSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { COMMANDS } from '../src/cli/commands.ts';
 import { BACKENDS, type Backend, type Database } from './helpers/backends.ts';
 import { BIN, PACKAGE_BIN, runCli } from './helpers/cli.ts';
@@ -134,6 +136,19 @@ const IMPORTS: ImportCase[] = [
       Buffer.from(',2,Oslo\n'),
     ]),
     errors: [/latin1\.csv line 3: is not valid UTF-8; nothing was stored/],
+  },
+  {
+    // PostgreSQL reads the records as COPY text, where a backslash starts an escape (\N a null, \. the end).
+    name: 'backslashes, kept as they are',
+    file: 'backslash.csv',
+    content:
+      String.raw`name,age,city
+\N,1,C:\new\table
+\.,2,a\\b\t` + '\n',
+    stored: [
+      String.raw`{"id":1,"name":"\\N","age":"1","city":"C:\\new\\table"}`,
+      String.raw`{"id":2,"name":"\\.","age":"2","city":"a\\\\b\\t"}`,
+    ].join('\n'),
   },
   {
     name: 'JSON as GET /users answers it, age as string or number',
@@ -303,6 +318,93 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+const postgres = BACKENDS.find((backend) => backend.name === 'postgresql') as Backend;
+
+describe('import into an empty PostgreSQL table (COPY, indexes made at the end)', { skip: postgres.skip }, () => {
+  const fresh = databases(postgres);
+
+  /** Runs `work` with a connection of its own to the database at `url`. */
+  async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      return await work(client);
+    } finally {
+      await client.end();
+    }
+  }
+
+  const indexes = async (client: pg.Client) =>
+    (
+      await client.query<{ indexdef: string }>(
+        `SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'users' ORDER BY indexname`,
+      )
+    ).rows.map((row) => row.indexdef);
+
+  it('SIGKILL in the middle of the COPY leaves nothing, and every index in place', async () => {
+    const { url } = await fresh();
+    assert.equal((await runCli(['migrate'], { env: { DATABASE_URL: url } })).code, 0);
+    await withClient(url, async (client) => {
+      const before = await indexes(client);
+      assert.ok(before.length >= 6, before.join('\n'));
+      const child = spawn(process.execPath, [BIN, 'import', '-', '--format', 'csv', '--quiet'], {
+        env: { ...process.env, DATABASE_URL: url },
+        stdio: ['pipe', 'ignore', 'ignore'],
+      });
+      child.stdin.on('error', () => undefined);
+      const closed = once(child, 'close');
+      child.stdin.write('name,age,city\n');
+      // Rows a few thousand at a time, until the server shows the COPY storing them.
+      let copied = 0;
+      for (let i = 0; copied === 0 && i < 400; i++) {
+        child.stdin.write(Array.from({ length: 2000 }, (_, j) => `N${i}-${j},${j % 151},C\n`).join(''));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        const { rows } = await client.query<{ n: string }>(
+          `SELECT coalesce(max(tuples_processed), 0) AS n FROM pg_stat_progress_copy WHERE relid = 'users'::regclass`,
+        );
+        copied = Number(rows[0]?.n);
+      }
+      assert.ok(copied > 0, 'the COPY was under way');
+      child.kill('SIGKILL');
+      await closed;
+      // The server rolls back once it sees the connection gone; a read waits for that.
+      assert.equal((await client.query('SELECT count(*)::int AS n FROM users')).rows[0]?.n, 0);
+      assert.deepEqual(await indexes(client), before);
+    });
+    const check = await runCli(['check'], { env: { DATABASE_URL: url } });
+    assert.equal(check.code, 0, check.stderr);
+    const again = await runCli(['import', '-', '--format', 'csv'], {
+      env: { DATABASE_URL: url },
+      input: 'name,age,city\nAna,1,Rome\n',
+    });
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(await listing(url), /^\{"id":\d+,"name":"Ana","age":"1","city":"Rome"\}\n$/);
+  });
+
+  it('a reader holding the table: the import waits a moment for it, then keeps the indexes in place', async () => {
+    const { url } = await fresh();
+    assert.equal((await runCli(['migrate'], { env: { DATABASE_URL: url } })).code, 0);
+    await withClient(url, async (reader) => {
+      const before = await indexes(reader);
+      await reader.query('BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM users');
+      const result = await runCli(['import', '-', '--format', 'csv'], {
+        env: { DATABASE_URL: url },
+        input: 'name,age,city\nAna,1,Rome\nBo,2,Oslo\n',
+        timeoutMs: 20_000,
+      });
+      await reader.query('COMMIT');
+      assert.equal(result.code, 0, result.stderr);
+      assert.deepEqual(await indexes(reader), before);
+    });
+    assert.equal(
+      await listing(url),
+      '{"id":1,"name":"Ana","age":"1","city":"Rome"}\n{"id":2,"name":"Bo","age":"2","city":"Oslo"}\n',
+    );
+    const check = await runCli(['check'], { env: { DATABASE_URL: url } });
+    assert.equal(check.code, 0, check.stderr);
+  });
+});
 
 /** Adds records through the API from 20 writers (some with Idempotency-Keys), until stopped. */
 function writers(base: string, count: number): { stop(): Promise<number> } {
