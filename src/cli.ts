@@ -126,10 +126,12 @@ function failure(error: unknown): { line: string; code: number } {
   return { line: (error as Error).stack ?? String(error), code: 1 };
 }
 
-// A reader that stops early (`export | head`) closes the pipe: that ends the command quietly.
+// A reader that stops early (`export | head`) closes the pipe: that ends the command quietly. Any
+// other fault of standard output (a full disk) ends it with one line, and nothing more is written.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   if (error.code === 'EPIPE') process.exit(0);
-  throw error;
+  process.stderr.write(`user-records: cannot write standard output: ${error.message}\n`);
+  process.exit(1);
 });
 
 main(process.argv.slice(2)).then(

@@ -3,8 +3,10 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Config } from '../config/load.ts';
 import { openBulkStore, type StoredKey, type StoredRecord } from '../store/bulk.ts';
-import { CommandFailed, openOutput, put } from './output.ts';
+import { checkRecord } from '../users/record-check.ts';
+import { CommandFailed, openOutput, put, say } from './output.ts';
 import { Progress } from './progress.ts';
+import { holdSignals, releaseSignals } from './signals.ts';
 
 /**
  * The backup format, the same for both stores: lines of JSON. First a header; then one line per
@@ -83,6 +85,26 @@ type Line =
   { kind: 'header'; header: Header } | { kind: 'record'; record: StoredRecord } | { kind: 'key'; key: StoredKey };
 
 const isInt = (value: unknown): value is number => Number.isSafeInteger(value);
+/** The largest id the service reads (15 digits): a backup with a larger one was not made by it. */
+const MAX_ID = 999_999_999_999_999;
+const isId = (value: unknown): value is number => isInt(value) && value >= 1 && value <= MAX_ID;
+const isCount = (value: unknown): value is number => isInt(value) && value >= 0;
+
+/** Why a record of a backup could not have been stored by the service, or undefined. */
+function recordFault(record: StoredRecord): string | undefined {
+  if (!isId(record.id)) return `its id ${record.id} is not from 1 to ${MAX_ID}`;
+  if (!isInt(record.version) || record.version < 1) return `its version ${record.version} is not a whole number from 1`;
+  if (!isCount(record.createdAt) || !isCount(record.updatedAt) || record.updatedAt < record.createdAt) {
+    return 'its times are not a creation time and a later (or equal) update time';
+  }
+  const checked = checkRecord({ name: record.name, age: record.age, city: record.city });
+  if (!checked.ok) return checked.errors.map((error) => `${error.parameter} ${error.detail}`).join('; ');
+  const { input } = checked;
+  if (input.name !== record.name || input.city !== record.city || input.age !== record.age) {
+    return 'its fields are not as the service stores them (white space around a name or city)';
+  }
+  return undefined;
+}
 
 /** The lines of a backup, each checked for its shape; the last one (the checksum) is given apart. */
 async function* backupLines(
@@ -108,6 +130,9 @@ async function* backupLines(
           `${file} is a backup of format ${header.formatVersion}; this version reads ${FORMAT_VERSION}`,
         );
       }
+      if (!isCount(header.changeVersion) || !isCount(header.lastId) || header.lastId > MAX_ID) {
+        throw new CommandFailed(`${file} line 1: its change version or last id is not a whole number in range`);
+      }
       return { kind: 'header', header };
     }
     const row = value as unknown[];
@@ -122,9 +147,20 @@ async function* backupLines(
         number,
         number,
       ];
-      return { kind: 'record', record: { id, name, age, city, createdAt, updatedAt, version } };
+      const record = { id, name, age, city, createdAt, updatedAt, version };
+      const fault = recordFault(record);
+      if (fault !== undefined) throw new CommandFailed(`${file} line ${at}: record ${id}: ${fault}`);
+      return { kind: 'record', record };
     }
-    if (Array.isArray(row) && row[0] === 'k' && row.length === 5 && isInt(row[3]) && isInt(row[4])) {
+    if (
+      Array.isArray(row) &&
+      row[0] === 'k' &&
+      row.length === 5 &&
+      typeof row[1] === 'string' &&
+      typeof row[2] === 'string' &&
+      isId(row[3]) &&
+      isCount(row[4])
+    ) {
       const [, key, fingerprint, userId, createdAt] = row as [string, string, string, number, number];
       return { kind: 'key', key: { key, fingerprint, userId, createdAt } };
     }
@@ -159,8 +195,12 @@ async function verify(file: string): Promise<Header> {
     digest = hash;
   })) {
     if (line.kind === 'header') header = line.header;
-    else if (line.kind === 'record') records++;
-    else keys++;
+    else if (line.kind === 'record') {
+      records++;
+      if (header !== undefined && line.record.id > header.lastId) {
+        throw new CommandFailed(`${file}: record ${line.record.id} is beyond the last id ${header.lastId} it gives`);
+      }
+    } else keys++;
   }
   if (header === undefined || end === undefined)
     throw new CommandFailed(`${file} is cut short: its last line is not the checksum`);
@@ -210,14 +250,18 @@ export async function restoreCommand(
       await restorer.addRecords(records);
       count += records.length;
       await restorer.addKeys(keys);
+      holdSignals();
       await restorer.commit({ version: header.changeVersion, lastId: header.lastId });
       progress.stop();
     } catch (error) {
       progress.stop();
       await restorer.abort().catch(() => undefined);
+      releaseSignals(false);
       throw error;
     }
+    const late = releaseSignals(true);
     process.stdout.write(`restored ${count} records at change version ${header.changeVersion} from ${options.file}\n`);
+    if (late !== undefined) say(late);
     return 0;
   } finally {
     await bulk.close();

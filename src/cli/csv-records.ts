@@ -20,6 +20,13 @@ export class CsvSyntaxError extends Error {
   }
 }
 
+/**
+ * The longest record read: a record's three fields are at most 200 characters each, so a longer one
+ * is not a file of records (a missing line break, a binary file) and is refused at once, before the
+ * memory and time to hold it grow.
+ */
+export const MAX_RECORD_CHARS = 1 << 20;
+
 const COMMA = 44;
 const QUOTE = 34;
 const LF = 10;
@@ -38,6 +45,9 @@ export async function* csvRecords(text: AsyncIterable<string>): AsyncGenerator<C
     const read = scan(carry === '' ? chunk : carry + chunk, line, false);
     carry = read.rest;
     line = read.line;
+    if (carry.length > MAX_RECORD_CHARS) {
+      throw new CsvSyntaxError(line, 'a record is longer than 1 MiB (a line break missing, or not a CSV file)');
+    }
     if (read.records.length > 0) yield read.records;
   }
   const read = scan(carry, line, true);

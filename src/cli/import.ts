@@ -5,6 +5,7 @@ import { openBulkStore } from '../store/bulk.ts';
 import type { UserInput } from '../store/store.ts';
 import { checkRecord } from '../users/record-check.ts';
 import { CommandFailed, openOutput, say, UsageError } from './output.ts';
+import { holdSignals, releaseSignals } from './signals.ts';
 import { Progress } from './progress.ts';
 import {
   csvRows,
@@ -55,6 +56,17 @@ async function* counted(input: Readable, seen: { bytes: number }): AsyncGenerato
   }
 }
 
+/** Whether two paths name one file (through links, or spelled differently). */
+function sameFile(a: string, b: string): boolean {
+  try {
+    const first = statSync(a);
+    const second = statSync(b);
+    return first.dev === second.dev && first.ino === second.ino;
+  } catch {
+    return false;
+  }
+}
+
 /** `user-records import FILE|-`: exit code 0 stored, 1 nothing stored (or failed). */
 export async function importCommand(config: Config, options: ImportOptions): Promise<number> {
   const format = chooseFormat(options.format, options.file);
@@ -74,6 +86,11 @@ export async function importCommand(config: Config, options: ImportOptions): Pro
   const seen = { bytes: 0 };
   const text = utf8Text(counted(input, seen));
   const rejectsPath = options.rejects ?? (stdin ? `rejects.${format}` : `${options.file}.rejects.${format}`);
+  if (options.skipInvalid && !stdin && sameFile(rejectsPath, options.file)) {
+    throw new UsageError(
+      `--rejects ${rejectsPath} is the file being imported; name another file for the rejected rows`,
+    );
+  }
   const rejectsOutput = options.skipInvalid ? openOutput(rejectsPath) : undefined;
   const rejects = rejectsOutput === undefined ? undefined : new RejectsWriter(rejectsOutput.stream, format);
   const batches: AsyncGenerator<Row[]> =
@@ -145,15 +162,27 @@ export async function importCommand(config: Config, options: ImportOptions): Pro
       return 1;
     }
     await importer.add(batch);
-    const { firstId, lastId } = await importer.commit();
-    committed = true;
+    // The rejected rows are in place before the commit: a rejects file that cannot be written
+    // stores nothing, rather than failing after the good rows are stored.
     if (bad > 0) {
       rejects?.close();
       await rejectsOutput?.finish();
     } else rejectsOutput?.discard();
-    const ids = firstId === undefined ? '' : ` (ids ${firstId} to ${lastId})`;
+    holdSignals();
+    let ids: { firstId?: number; lastId?: number };
+    try {
+      ids = await importer.commit();
+    } catch (error) {
+      if (bad > 0) rejectsOutput?.withdraw();
+      releaseSignals(false);
+      throw error;
+    }
+    committed = true;
+    const late = releaseSignals(true);
+    const range = ids.firstId === undefined ? '' : ` (ids ${ids.firstId} to ${ids.lastId})`;
     const skipped = bad > 0 ? `; ${bad} bad rows skipped, written to ${rejectsPath}` : '';
-    process.stdout.write(`imported ${good} records${ids}${skipped}\n`);
+    process.stdout.write(`imported ${good} records${range}${skipped}\n`);
+    if (late !== undefined) say(late);
     return 0;
   } catch (error) {
     progress.stop();

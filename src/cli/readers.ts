@@ -66,6 +66,43 @@ function countLines(text: string): number {
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/**
+ * The first key that valid JSON object text gives twice at its top level, or undefined: JSON.parse
+ * keeps the last silently, where `POST /users` refuses a field given twice.
+ */
+function repeatedKey(text: string): string | undefined {
+  const seen = new Set<string>();
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34) {
+      let j = i + 1;
+      while (j < text.length && text.charCodeAt(j) !== 34) j += text.charCodeAt(j) === 92 ? 2 : 1;
+      if (depth === 1) {
+        let k = j + 1;
+        while (k < text.length && /\s/.test(text[k] as string)) k++;
+        if (text[k] === ':') {
+          const key = JSON.parse(text.slice(i, j + 1)) as string;
+          if (seen.has(key)) return key;
+          seen.add(key);
+        }
+      }
+      i = j;
+    } else if (c === 123 || c === 91) depth++;
+    else if (c === 125 || c === 93) depth--;
+  }
+  return undefined;
+}
+
+/** A parsed JSON value as a row: a record's fields, or why it is not one. */
+function jsonRow(line: number, value: unknown, raw: string): Row {
+  if (!isObject(value)) return { line, fields: undefined, fault: 'is not a JSON object', raw };
+  const twice = repeatedKey(raw);
+  if (twice !== undefined)
+    return { line, fields: undefined, fault: `gives ${JSON.stringify(twice)} more than once`, raw };
+  return { line, fields: value, raw };
+}
+
 /** NDJSON: one JSON object a line; blank lines skipped. A batch of rows per chunk. */
 export async function* ndjsonRows(text: AsyncIterable<string>): AsyncGenerator<Row[]> {
   let carry = '';
@@ -75,10 +112,7 @@ export async function* ndjsonRows(text: AsyncIterable<string>): AsyncGenerator<R
     const trimmed = raw.replace(/\r$/, '').replace(/^\uFEFF/, '');
     if (trimmed.trim() === '') return undefined;
     try {
-      const value: unknown = JSON.parse(trimmed);
-      return isObject(value)
-        ? { line, fields: value, raw: trimmed }
-        : { line, fields: undefined, fault: 'is not a JSON object', raw: trimmed };
+      return jsonRow(line, JSON.parse(trimmed), trimmed);
     } catch (error) {
       return { line, fields: undefined, fault: `is not valid JSON (${(error as Error).message})`, raw: trimmed };
     }
@@ -119,10 +153,7 @@ export async function* jsonRows(text: AsyncIterable<string>): AsyncGenerator<Row
     const raw = element.trim();
     element = '';
     try {
-      const value: unknown = JSON.parse(raw);
-      return isObject(value)
-        ? { line: elementLine, fields: value, raw }
-        : { line: elementLine, fields: undefined, fault: 'is not a JSON object', raw };
+      return jsonRow(elementLine, JSON.parse(raw), raw);
     } catch (error) {
       return { line: elementLine, fields: undefined, fault: `is not valid JSON (${(error as Error).message})`, raw };
     }
@@ -244,16 +275,39 @@ export async function* csvRows(
   if (header === undefined) throw new FileFault(1, 'has no header row (name,age,city)');
 }
 
-/** The header's names, trimmed; unknown, missing or repeated columns are a fault of the file. */
+/** More columns than a header of a record file could have: refused before they are compared. */
+const MAX_COLUMNS = 64;
+
+/** At most this many names of unknown columns are listed in the reason. */
+const LISTED = 10;
+
+const listed = (names: string[]) =>
+  names.length > LISTED ? `${names.slice(0, LISTED).join(', ')} and ${names.length - LISTED} more` : names.join(', ');
+
+/**
+ * The header's names, trimmed and in lower case (`Name` is `name`); unknown, missing or repeated
+ * columns are a fault of the file, with a hint for the usual reason (another separator).
+ */
 function checkHeader(record: string[], line: number): string[] {
-  const header = record.map((name) => name.trim());
+  const first = record[0] ?? '';
+  if (record.length === 1 && /[;\t|]/.test(first)) {
+    const separator = first.includes(';') ? 'semicolons' : first.includes('\t') ? 'tabs' : 'bars';
+    throw new FileFault(
+      line,
+      `header: its columns are separated by ${separator}; this reads CSV separated by commas (save it as "CSV, comma-delimited")`,
+    );
+  }
+  if (record.length > MAX_COLUMNS) {
+    throw new FileFault(line, `header: ${record.length} columns; it needs name, age and city, in any order`);
+  }
+  const header = record.map((name) => name.trim().toLowerCase());
   const unknown = header.filter((name) => !COLUMNS.includes(name));
   const missing = COLUMNS.filter((name) => !header.includes(name));
   const twice = header.filter((name, i) => header.indexOf(name) !== i);
   const faults = [
-    unknown.length > 0 ? `unknown columns: ${unknown.join(', ')}` : '',
+    unknown.length > 0 ? `unknown columns: ${listed(unknown)}` : '',
     missing.length > 0 ? `missing columns: ${missing.join(', ')}` : '',
-    twice.length > 0 ? `columns named twice: ${twice.join(', ')}` : '',
+    twice.length > 0 ? `columns named twice: ${listed(twice)}` : '',
   ].filter((fault) => fault !== '');
   if (faults.length > 0)
     throw new FileFault(line, `header: ${faults.join('; ')} (it needs name, age and city, in any order)`);

@@ -1,0 +1,177 @@
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { lstatSync, openSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { BIN, runCli } from './helpers/cli.ts';
+import { tempDir } from './helpers/server.ts';
+
+// Found by an outside run against the command line: each of these lost data, crashed or hung.
+describe('files the command line is given that are not what they seem', () => {
+  const folder = tempDir('user-records-cli-files-');
+  after(folder.cleanup);
+  let n = 0;
+  const seeded = async () => {
+    const db = join(folder.dir, `seeded-${++n}.db`);
+    const imported = await runCli(['import', '-', '--format', 'ndjson', '--quiet'], {
+      env: { DATABASE_URL: db },
+      input: '{"name":"Ada","age":36,"city":"London"}\n{"name":"Ben","age":41,"city":"Leeds"}\n',
+    });
+    assert.equal(imported.code, 0, imported.stderr);
+    return db;
+  };
+  const count = async (db: string) =>
+    (await runCli(['export', '--format', 'ndjson'], { env: { DATABASE_URL: db } })).stdout.split('\n').filter(Boolean)
+      .length;
+
+  it('writes through a symbolic link to its file, and into a pipe, without replacing either', async () => {
+    const db = await seeded();
+    const real = join(folder.dir, 'real.csv');
+    writeFileSync(real, 'old\n');
+    const link = join(folder.dir, 'link.csv');
+    symlinkSync(real, link);
+    const viaLink = await runCli(['export', link, '--quiet'], { env: { DATABASE_URL: db } });
+    assert.equal(viaLink.code, 0, viaLink.stderr);
+    assert.ok(lstatSync(link).isSymbolicLink(), 'the link was replaced by a file');
+    assert.equal(readFileSync(real, 'utf8'), 'name,age,city\r\nAda,36,London\r\nBen,41,Leeds\r\n');
+
+    const fifo = join(folder.dir, 'pipe.csv');
+    execFileSync('mkfifo', [fifo]);
+    const reader = spawn('cat', [fifo]);
+    let read = '';
+    reader.stdout.setEncoding('utf8').on('data', (text: string) => (read += text));
+    const closed = once(reader, 'close');
+    const viaPipe = await runCli(['export', fifo, '--quiet'], { env: { DATABASE_URL: db } });
+    await closed;
+    assert.equal(viaPipe.code, 0, viaPipe.stderr);
+    assert.ok(lstatSync(fifo).isFIFO(), 'the pipe was replaced by a file');
+    assert.equal(read, 'name,age,city\r\nAda,36,London\r\nBen,41,Leeds\r\n');
+  });
+
+  it('refuses a directory as the output, and a full device says so in one line', async () => {
+    const db = await seeded();
+    const directory = await runCli(['backup', folder.dir], { env: { DATABASE_URL: db } });
+    assert.equal(directory.code, 1);
+    assert.match(directory.stderr, /^user-records: cannot write .*: it is a directory\n$/);
+    const full = spawnSync(process.execPath, [BIN, 'export', '--format', 'csv'], {
+      env: { ...process.env, DATABASE_URL: db },
+      stdio: ['ignore', openSync('/dev/full', 'w'), 'pipe'],
+      encoding: 'utf8',
+    });
+    assert.equal(full.status, 1);
+    assert.match(full.stderr, /^user-records: cannot write standard output: .*no space left on device.*\n$/i);
+  });
+
+  it('never writes the rejects over the input, nor stores rows when the rejects cannot be written', async () => {
+    const db = await seeded();
+    const input = join(folder.dir, 'mixed.csv');
+    const text = 'name,age,city\nGood,30,Oslo\nBad,151,Oslo\n';
+    writeFileSync(input, text);
+    const over = await runCli(['import', input, '--skip-invalid', '--rejects', input], { env: { DATABASE_URL: db } });
+    assert.equal(over.code, 2);
+    assert.match(over.stderr, /is the file being imported/);
+    assert.equal(readFileSync(input, 'utf8'), text);
+    for (const rejects of [folder.dir, join(folder.dir, 'no-such-folder', 'rejects.csv')]) {
+      const refused = await runCli(['import', input, '--skip-invalid', '--rejects', rejects], {
+        env: { DATABASE_URL: db },
+      });
+      assert.equal(refused.code, 1, refused.stderr);
+      assert.equal(refused.stderr.trim().split('\n').length, 1, refused.stderr);
+    }
+    assert.equal(await count(db), 2, 'a good row was stored though the import failed');
+  });
+
+  it('refuses a record longer than 1 MiB, and a header of many columns, at once and in one line', async () => {
+    const db = join(folder.dir, 'limits.db');
+    const long = await runCli(['import', '-', '--format', 'csv'], {
+      env: { DATABASE_URL: db },
+      input: `name,age,city\n${'A'.repeat(3 << 20)}`,
+      timeoutMs: 30_000,
+    });
+    assert.equal(long.code, 1);
+    assert.match(long.stderr, /line 2: .*longer than 1 MiB.*nothing was stored/);
+    const wide = await runCli(['import', '-', '--format', 'csv'], {
+      env: { DATABASE_URL: db },
+      input: `${Array.from({ length: 100_000 }, (_, i) => `c${i}`).join(',')}\n`,
+    });
+    assert.equal(wide.code, 1);
+    assert.ok(wide.stderr.length < 300, `a reason of ${wide.stderr.length} characters`);
+    assert.match(wide.stderr, /100000 columns/);
+  });
+
+  it('reads a header in any case, explains semicolons, and refuses a JSON field given twice as POST does', async () => {
+    const db = join(folder.dir, 'lenient.db');
+    const capital = await runCli(['import', '-', '--format', 'csv', '--quiet'], {
+      env: { DATABASE_URL: db },
+      input: 'Name,AGE,City\nAda,36,London\n',
+    });
+    assert.equal(capital.code, 0, capital.stderr);
+    const semicolons = await runCli(['import', '-', '--format', 'csv'], {
+      env: { DATABASE_URL: db },
+      input: 'name;age;city\nAda;36;London\n',
+    });
+    assert.equal(semicolons.code, 1);
+    assert.match(semicolons.stderr, /separated by semicolons/);
+    const twice = await runCli(['import', '-', '--format', 'json'], {
+      env: { DATABASE_URL: db },
+      input: '[{"name":"A","age":30,"age":31,"city":"P"}]',
+    });
+    assert.equal(twice.code, 1);
+    assert.match(twice.stderr, /line 1: row gives "age" more than once/);
+    assert.equal(await count(db), 1);
+  });
+});
+
+describe('restore refuses a backup the service could not have made', () => {
+  const folder = tempDir('user-records-cli-forged-');
+  after(folder.cleanup);
+  /** A backup with a good checksum around `records` (as `["r",...]` lines) and `lastId`. */
+  const forge = (name: string, records: unknown[][], header: Record<string, unknown> = {}) => {
+    const head = JSON.stringify({
+      format: 'user-records-backup',
+      formatVersion: 1,
+      changeVersion: 3,
+      lastId: 9,
+      takenAt: '2026-11-23T00:00:00.000Z',
+      ...header,
+    });
+    const body = [head, ...records.map((record) => JSON.stringify(['r', ...record]))]
+      .map((line) => `${line}\n`)
+      .join('');
+    const sha256 = createHash('sha256').update(body).digest('hex');
+    const file = join(folder.dir, `${name}.backup`);
+    writeFileSync(file, `${body}${JSON.stringify({ end: { records: records.length, keys: 0, sha256 } })}\n`);
+    return file;
+  };
+  const good = [1, 'Ada', 36, 'London', 1000, 2000, 2];
+  const cases: Array<[string, unknown[][], Record<string, unknown>?, RegExp?]> = [
+    ['id 0', [[0, 'Ada', 36, 'London', 1000, 1000, 1]]],
+    ['an id of 16 digits', [[1e15, 'Ada', 36, 'London', 1000, 1000, 1]], { lastId: 1e15 }, /line 1|id/],
+    ['an id beyond lastId', [good], { lastId: 0 }, /beyond the last id/],
+    ['a name with NUL', [[1, 'A\u0000da', 36, 'London', 1000, 1000, 1]]],
+    ['an age of 151', [[1, 'Ada', 151, 'London', 1000, 1000, 1]]],
+    ['version 0', [[1, 'Ada', 36, 'London', 1000, 1000, 0]]],
+    ['an update before the creation', [[1, 'Ada', 36, 'London', 2000, 1000, 1]]],
+    ['a negative change version', [good], { changeVersion: -5 }, /line 1/],
+  ];
+  for (const [name, records, header, reason] of cases) {
+    it(`refuses ${name}, naming the line, and stores nothing`, async () => {
+      const db = join(folder.dir, `${name.replaceAll(' ', '-')}.db`);
+      const result = await runCli(['restore', forge(name.replaceAll(' ', '-'), records, header)], {
+        env: { DATABASE_URL: db },
+      });
+      assert.equal(result.code, 1, result.stderr);
+      assert.match(result.stderr, reason ?? /line 2: record /);
+      const listed = await runCli(['export', '--format', 'ndjson'], { env: { DATABASE_URL: db } });
+      assert.equal(listed.stdout, '');
+    });
+  }
+  it('restores the same backup made well (so the refusals above are of the faults alone)', async () => {
+    const result = await runCli(['restore', forge('good', [good])], {
+      env: { DATABASE_URL: join(folder.dir, 'good.db') },
+    });
+    assert.equal(result.code, 0, result.stderr);
+  });
+});
