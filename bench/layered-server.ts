@@ -28,6 +28,7 @@ function memoryStore(): UserStore {
     get: async () => user,
     list: async () => [user],
     version: async () => 1,
+    position: async () => ({ version: 1, history: '' }),
     count: async () => 1,
     ping: async () => undefined,
     onCommit: () => undefined,

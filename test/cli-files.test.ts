@@ -5,8 +5,9 @@ import { once } from 'node:events';
 import { lstatSync, openSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { BACKENDS } from './helpers/backends.ts';
 import { BIN, runCli } from './helpers/cli.ts';
-import { tempDir } from './helpers/server.ts';
+import { startServer, tempDir } from './helpers/server.ts';
 
 // Found by an outside run against the command line: each of these lost data, crashed or hung.
 describe('files the command line is given that are not what they seem', () => {
@@ -175,3 +176,39 @@ describe('restore refuses a backup the service could not have made', () => {
     assert.equal(result.code, 0, result.stderr);
   });
 });
+
+for (const backend of BACKENDS) {
+  describe(`restore --replace while the service runs [${backend.name}]`, { skip: backend.skip }, () => {
+    const folder = tempDir('user-records-cli-live-restore-');
+    after(folder.cleanup);
+
+    it('the service answers the restored listing at once, with no write needed to notice it', async () => {
+      const database = await backend.fresh();
+      const server = await startServer({ DATABASE_URL: database.url, RATE_LIMIT: 'off' });
+      try {
+        const post = (name: string) => fetch(`${server.url}/users?name=${name}&age=30&city=Oslo`, { method: 'POST' });
+        assert.equal((await post('Ada')).status, 200);
+        const atBackup = await fetch(`${server.url}/users`);
+        const backupBody = await atBackup.text();
+        const file = join(folder.dir, `${backend.name}.backup`);
+        const backup = await runCli(['backup', file, '--quiet'], { env: { DATABASE_URL: database.url } });
+        assert.equal(backup.code, 0, backup.stderr);
+        for (const name of ['Ben', 'Cy', 'Dee']) assert.equal((await post(name)).status, 200);
+        // Read twice: the service now keeps this listing in memory.
+        await (await fetch(`${server.url}/users`)).text();
+        assert.match(await (await fetch(`${server.url}/users`)).text(), /Dee/);
+
+        const restore = await runCli(['restore', file, '--replace', '--quiet'], {
+          env: { DATABASE_URL: database.url },
+        });
+        assert.equal(restore.code, 0, restore.stderr);
+        const after = await fetch(`${server.url}/users`);
+        assert.equal(await after.text(), backupBody, 'the listing kept from before the restore was served');
+        assert.equal(after.headers.get('etag'), atBackup.headers.get('etag'));
+      } finally {
+        await server.stop();
+        await database.drop();
+      }
+    });
+  });
+}

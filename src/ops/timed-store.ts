@@ -34,6 +34,7 @@ export function timedStore(store: UserStore, durationsOf: DurationsOf): UserStor
     update: timed('update', store.update.bind(store)),
     remove: timed('remove', store.remove.bind(store)),
     version: timed('version', store.version.bind(store)),
+    position: timed('version', store.position.bind(store)),
     count: timed('count', store.count.bind(store)),
     ping: timed('ping', store.ping.bind(store)),
     changes: timed('changes', store.changes.bind(store)),

@@ -167,6 +167,11 @@ export interface UserStore {
    * process made it, so equal versions mean equal data.
    */
   version(): Promise<number>;
+  /**
+   * The change version and the history it counts in: a restore starts another history, and may
+   * set the version back, so a copy kept at a version is current only in the same history.
+   */
+  position(): Promise<{ version: number; history: string }>;
   /** Called after each commit of this store's own writes, in commit order. */
   onCommit(listener: (commit: Commit) => void): void;
   /** At most `limit` changes after version `after`, from the change log, with its floor and the version now. */

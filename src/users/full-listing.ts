@@ -72,6 +72,8 @@ export class FullListing {
   #bytes = 0;
   /** The change version the chunks show; -1 when there are none. */
   #version = -1;
+  /** The history that version counts in: after a restore, a copy of the old one is not current. */
+  #history = '';
   #chunks: Chunk[] = [];
   /** Records appended since the last chunk was sealed, in id order. */
   #tail: { ids: number[]; parts: string[] } = { ids: [], parts: [] };
@@ -90,18 +92,23 @@ export class FullListing {
   }
 
   async get(): Promise<Listing> {
-    let version = await this.#store.version();
-    if (this.#version < version && this.#building) {
+    let position = await this.#store.position();
+    // A restore (by the command line, while this runs) began another history: the copy is of the old.
+    if (this.#version !== -1 && position.history !== this.#history) this.#forget();
+    if (this.#version < position.version && this.#building) {
       // Many requests for a missing copy would each read the whole table; let one build it. A
       // build is paced by its own client, so a slow one is not waited for long.
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([this.#built, new Promise((resolve) => (timer = setTimeout(resolve, BUILD_WAIT_MS)))]);
       clearTimeout(timer);
-      version = await this.#store.version();
+      position = await this.#store.position();
     }
     // The chunks hold a whole state at least as new as the one the database just reported.
-    if (this.#version >= version) return { version: this.#version, body: this.#keptBody(), exact: true };
-    return { version, body: Readable.from(this.#stream(version), { highWaterMark: 1 }), exact: false };
+    if (this.#version >= position.version && position.history === this.#history) {
+      return { version: this.#version, body: this.#keptBody(), exact: true };
+    }
+    const { version, history } = position;
+    return { version, body: Readable.from(this.#stream(version, history), { highWaterMark: 1 }), exact: false };
   }
 
   #apply(commit: Commit): void {
@@ -191,7 +198,7 @@ export class FullListing {
     return this.#body;
   }
 
-  async *#stream(version: number): AsyncGenerator<Buffer> {
+  async *#stream(version: number, history: string): AsyncGenerator<Buffer> {
     // One build at a time is kept; other requests meanwhile stream without keeping.
     let keep = !this.#building;
     const chunks: Chunk[] = [];
@@ -221,9 +228,11 @@ export class FullListing {
         }
       }
       yield TAIL;
-      if (keep && !this.#changedDuringBuild && (await this.#store.version()) === version) {
+      const now = keep && !this.#changedDuringBuild ? await this.#store.position() : undefined;
+      if (now !== undefined && now.version === version && now.history === history) {
         this.#forget();
         this.#version = version;
+        this.#history = history;
         this.#chunks = chunks;
         this.#bytes = bytes;
       }

@@ -225,6 +225,16 @@ export class PostgresStore implements UserStore {
     });
   }
 
+  position(): Promise<{ version: number; history: string }> {
+    return guarded(async () => {
+      const { rows } = await this.#pool.query<{ version: string; history: string }>({
+        name: 'store-position',
+        text: 'SELECT version, changes_history AS history FROM store_version',
+      });
+      return { version: Number(rows[0]?.version), history: rows[0]?.history ?? '' };
+    });
+  }
+
   onCommit(listener: (commit: Commit) => void): void {
     this.#listeners.add(listener);
   }

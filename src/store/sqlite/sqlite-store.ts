@@ -159,6 +159,10 @@ export class SqliteStore implements UserStore {
     return this.#read(() => this.#reads.version());
   }
 
+  position(): Promise<{ version: number; history: string }> {
+    return this.#read(() => this.#reads.position());
+  }
+
   count(filter?: ListFilter): Promise<number> {
     return this.#read(() => this.#reads.count(filter));
   }

@@ -112,6 +112,11 @@ export class ReadStatements {
     return (this.#version.get() as { version: number }).version;
   }
 
+  position(): { version: number; history: string } {
+    const log = this.#log.get() as { version: number; changes_history: string };
+    return { version: log.version, history: log.changes_history };
+  }
+
   count(filter: ListFilter = {}): number {
     const { search, ...others } = filter;
     if (!narrows(filter)) return this.#count.get() as number;
