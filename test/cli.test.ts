@@ -250,7 +250,13 @@ for (const backend of BACKENDS) {
         await server?.stop();
       });
 
-      for (const query of ['', 'city=City3&fields=id,name,createdAt', 'sort=-age,name&age.gte=100', 'q=the 3th']) {
+      for (const query of [
+        '',
+        'fields=id,name,age,city,createdAt,updatedAt',
+        'city=City3&fields=id,name,createdAt',
+        'sort=-age,name&age.gte=100',
+        'q=the 3th',
+      ]) {
         it(`--format json is byte for byte GET /users${query === '' ? '' : `?${query}`}`, async () => {
           const flags = [...new URLSearchParams(query)].map(([name, value]) => `--${name}=${value}`);
           const exported = await runCli(['export', '--quiet', ...flags], { env: { DATABASE_URL: url } });

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
-import type { PoolClient } from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
+import type { Pool, PoolClient } from 'pg';
+import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 
 const SPECIAL = /[\\\t\n\r]/;
 const SPECIALS = /[\\\t\n\r]/g;
@@ -12,6 +12,46 @@ const ESCAPED: Readonly<Record<string, string>> = { '\\': '\\\\', '\t': '\\t', '
  */
 export function copyText(value: string): string {
   return SPECIAL.test(value) ? value.replace(SPECIALS, (c) => ESCAPED[c] as string) : value;
+}
+
+const UNESCAPED: Readonly<Record<string, string>> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v' };
+
+/** A value as COPY's text format writes it, read back (PostgreSQL writes these escapes and no others). */
+function plainText(value: string): string {
+  return value.replace(/\\(.)/g, (_, c: string) => UNESCAPED[c] ?? c);
+}
+
+/**
+ * The rows of `COPY (...) TO STDOUT`, on a connection of `pool`, each as its columns' text (no
+ * nulls), a batch per chunk the server sends. Left before its end, the connection is closed: it
+ * would still be copying.
+ */
+export async function* copyOut(pool: Pool, sql: string): AsyncGenerator<string[][]> {
+  const client = await pool.connect();
+  const stream = client.query(copyTo(sql));
+  const decoder = new TextDecoder();
+  let carry = '';
+  let ended = false;
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      const text = carry + decoder.decode(chunk, { stream: true });
+      const end = text.lastIndexOf('\n') + 1;
+      carry = text.slice(end);
+      const rows: string[][] = [];
+      for (let start = 0; start < end;) {
+        const next = text.indexOf('\n', start);
+        const line = text.slice(start, next);
+        const columns = line.split('\t');
+        if (line.includes('\\')) for (let i = 0; i < columns.length; i++) columns[i] = plainText(columns[i] as string);
+        rows.push(columns);
+        start = next + 1;
+      }
+      if (rows.length > 0) yield rows;
+    }
+    ended = true;
+  } finally {
+    client.release(!ended);
+  }
 }
 
 /** COPY ... FROM STDIN on `client`, written a chunk of rows at a time, with backpressure. */
