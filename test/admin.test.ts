@@ -174,8 +174,75 @@ for (const backend of BACKENDS) {
       assert.equal(await age.getAttribute('aria-invalid'), 'true');
       assert.equal(await age.getAttribute('aria-describedby'), 'record-age-error');
       assert.equal(await page.locator('#record-name-error').count(), 0, 'only the age is at fault');
-      assert.deepEqual(await listAll(app), before);
       assert.deepEqual(await axeViolations(page), [], 'the form showing an error');
+      // What a number parser would accept is sent as typed, for the service to refuse.
+      for (const typed of ['', '1e2', '0x1F', '12.0', '+7']) {
+        await age.fill(typed);
+        await page.getByRole('button', { name: 'Add record' }).click();
+        await page.locator('#record-age-error').waitFor({ timeout: WAIT_MS });
+        assert.equal(await age.getAttribute('aria-invalid'), 'true', `age ${JSON.stringify(typed)}`);
+      }
+      assert.deepEqual(await listAll(app), before);
+      await page.close();
+    });
+
+    it('adds once when the answer to Add record was lost and it is pressed again', async (t) => {
+      if (!needsChromium(t)) return;
+      assert.ok(running !== undefined && browser !== undefined);
+      const page = await watchedPage(browser.context, watch, /ERR_FAILED|ERR_INTERNET_DISCONNECTED/);
+      let dropped = 0;
+      // The first add reaches the service and is stored, but its answer never reaches the page.
+      await page.route('**/users?*', async (route) => {
+        if (route.request().method() !== 'POST' || dropped > 0) return route.fallback();
+        dropped++;
+        await (await route.fetch()).body();
+        await route.abort('internetdisconnected');
+      });
+      await page.goto(`${running.url}/admin`);
+      await page.getByText('Live: changes appear as they happen').waitFor({ timeout: WAIT_MS });
+      await page.getByLabel('Name', { exact: true }).fill('Lost Answer');
+      await page.getByLabel('Age', { exact: true }).fill('44');
+      await page.getByLabel('City', { exact: true }).fill('Nowhere');
+      await page.getByRole('button', { name: 'Add record' }).click();
+      await page.getByText(/may have been added all the same/).waitFor({ timeout: WAIT_MS });
+      await page.getByRole('button', { name: 'Add record' }).click();
+      await page.getByText(/^Added record #\d+, Lost Answer\.$/).waitFor({ state: 'attached', timeout: WAIT_MS });
+      const stored = (await listAll(running.app)).filter((record) => record.name === 'Lost Answer');
+      assert.equal(stored.length, 1, `stored ${stored.length} times`);
+      assert.equal(dropped, 1);
+      await page.close();
+    });
+
+    it('deletes only the record the dialog shows: a change meanwhile is shown and asked again', async (t) => {
+      if (!needsChromium(t)) return;
+      const { page, app } = await open();
+      const id = await create(app, 'Stale Delete', 50, 'Before');
+      await page.getByRole('button', { name: `Delete record ${id}, Stale Delete` }).click();
+      const confirm = page.getByRole('alertdialog', { name: 'Delete this record?' });
+      await confirm.getByText(/city Before/).waitFor({ timeout: WAIT_MS });
+      assert.equal((await app.inject({ method: 'PATCH', url: `/users/${id}?city=After` })).statusCode, 200);
+      await confirm.getByRole('button', { name: 'Delete', exact: true }).click();
+      await confirm.getByText(/changed by someone else meanwhile/).waitFor({ timeout: WAIT_MS });
+      await confirm.getByText(/city After/).waitFor({ timeout: WAIT_MS });
+      assert.equal((await app.inject({ url: `/users/${id}` })).statusCode, 200, 'deleted without being asked again');
+      await confirm.getByRole('button', { name: 'Delete', exact: true }).click();
+      await row(page, id).waitFor({ state: 'detached', timeout: WAIT_MS });
+      assert.equal((await app.inject({ url: `/users/${id}` })).statusCode, 404);
+      await page.close();
+    });
+
+    it('keeps the filters in the address: a reload shows the same records', async (t) => {
+      if (!needsChromium(t)) return;
+      const { page, app } = await open();
+      await create(app, 'Filtered Fay', 33, 'Reloadville');
+      await page.getByLabel('City is').fill('Reloadville');
+      await page.getByRole('button', { name: 'Apply' }).click();
+      await cell(page, 'Filtered Fay').waitFor({ timeout: WAIT_MS });
+      assert.match(page.url(), /\?city=Reloadville$/);
+      await page.reload();
+      await cell(page, 'Filtered Fay').waitFor({ timeout: WAIT_MS });
+      assert.equal(await page.getByLabel('City is').inputValue(), 'Reloadville');
+      assert.equal(await page.locator('tr[data-id]').count(), 1);
       await page.close();
     });
 
@@ -265,6 +332,12 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await axeViolations(page), [], 'the delete dialog');
       await page.keyboard.press('Escape');
       await page.getByRole('alertdialog').waitFor({ state: 'detached', timeout: WAIT_MS });
+      // Focus goes back to the button that opened the dialog.
+      await page.waitForFunction(
+        "document.activeElement?.getAttribute('aria-label')?.startsWith('Delete record')",
+        undefined,
+        { timeout: WAIT_MS },
+      );
       await page.close();
     });
 
@@ -276,6 +349,16 @@ for (const backend of BACKENDS) {
         // While the service is down the page's reconnection attempts are refused.
         const page = await watchedPage(browser.context, watch, /ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE/);
         await page.goto(`${service.url}/admin`);
+        await page.getByText('Live: changes appear as they happen').waitFor({ timeout: WAIT_MS });
+        // Lost before any change was seen: the stream's opening says where it started.
+        await service.stop();
+        await page.getByText(/Connection lost/).waitFor({ timeout: WAIT_MS });
+        const unseen = await service.store.create({ name: 'Unseen', age: 3, city: 'Gap' });
+        await service.start();
+        await page
+          .getByRole('listitem')
+          .filter({ hasText: `#${unseen.id} Unseen added` })
+          .waitFor({ timeout: WAIT_MS });
         await page.getByText('Live: changes appear as they happen').waitFor({ timeout: WAIT_MS });
         const first = await service.store.create({ name: 'Before', age: 1, city: 'Here' });
         await page
@@ -313,6 +396,7 @@ for (const backend of BACKENDS) {
           'Gap two added',
           'Gap one added',
           'Before added',
+          'Unseen added',
         ]);
         await page.close();
       } finally {
@@ -384,6 +468,7 @@ for (const backend of BACKENDS) {
 
       await page.getByRole('button', { name: 'Sign out' }).click();
       await page.getByRole('dialog', { name: 'Sign in' }).waitFor({ timeout: WAIT_MS });
+      assert.equal(await cell(page, 'Seed').count(), 0, 'the records stay on the page after signing out');
       await page.getByLabel('Token').fill(WRITE_TOKEN.slice('write:'.length));
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByLabel('Name', { exact: true }).fill('Written');

@@ -64,12 +64,18 @@ export function versionOf(etag: string): string {
   return /-(\d+)"$/.exec(etag)?.[1] ?? etag;
 }
 
+/**
+ * An age as typed, for the service to judge: the document calls it an integer, but the service reads
+ * the text (`030`, and refuses `1e2`), and the page must not turn bad input into a number.
+ */
+const typed = (age: string) => age as unknown as number;
+
 /** The filters, search and sort set, as the listing's query takes them. */
 function filterQuery(filters: Filters) {
   const age = filters.age.trim();
   return {
     ...(filters.name.trim() === '' ? {} : { name: filters.name.trim() }),
-    ...(age === '' ? {} : { age: Number(age) }),
+    ...(age === '' ? {} : { age: typed(age) }),
     ...(filters.city.trim() === '' ? {} : { city: filters.city.trim() }),
     ...(filters.q.trim() === '' ? {} : { q: filters.q.trim() }),
     ...(filters.sort === '' ? {} : { sort: filters.sort }),
@@ -117,7 +123,11 @@ export class Api {
   readonly client: UsersClient;
 
   constructor(baseUrl: string, token: string | undefined) {
-    this.client = createUsersClient(baseUrl, token === undefined ? {} : { token });
+    this.client = createUsersClient(baseUrl, {
+      ...(token === undefined ? {} : { token }),
+      // The records may be personal: the browser keeps no copy of any answer on disk.
+      fetch: (input, init) => fetch(new Request(input, { ...init, cache: 'no-store' })),
+    });
   }
 
   async list(filters: Filters, start: PageStart): Promise<Page> {
@@ -132,9 +142,9 @@ export class Api {
 
   /** How many records match the filters (a separate request, so the page never waits for it). */
   async count(filters: Filters): Promise<number> {
-    const query = filterQuery(filters);
+    const query = { ...filterQuery(filters), limit: 1, fields: 'id' };
     const { response } = await settled(
-      this.client.HEAD('/users', { params: { query, header: { prefer: 'count=exact' } } }),
+      this.client.GET('/users', { params: { query, header: { prefer: 'count=exact' } } }),
     );
     return Number(response.headers.get('x-total-count'));
   }
@@ -146,12 +156,13 @@ export class Api {
     return { row: single(data), etag: response.headers.get('etag') ?? '' };
   }
 
-  async create(input: RecordInput): Promise<Row> {
+  /** Adds a record; sent again with the same `key`, it is stored once (an answer lost on the way). */
+  async create(input: RecordInput, key: string): Promise<Row> {
     const { data } = await settled(
       this.client.POST('/users', {
         params: {
-          query: { ...input, age: Number(input.age), fields: FIELDS },
-          header: { 'idempotency-key': crypto.randomUUID() },
+          query: { ...input, age: typed(input.age), fields: FIELDS },
+          header: { 'idempotency-key': key },
         },
       }),
     );
@@ -164,7 +175,7 @@ export class Api {
       this.client.PUT('/users/{id}', {
         params: {
           path: { id },
-          query: { ...input, age: Number(input.age), fields: FIELDS },
+          query: { ...input, age: typed(input.age), fields: FIELDS },
           header: { 'if-match': etag },
         },
       }),
@@ -172,8 +183,9 @@ export class Api {
     return { row: single(data), etag: response.headers.get('etag') ?? '' };
   }
 
-  async remove(id: number): Promise<void> {
-    await settled(this.client.DELETE('/users/{id}', { params: { path: { id } } }));
+  /** Deletes the record if it is still at the version `etag` names (412 otherwise). */
+  async remove(id: number, etag: string): Promise<void> {
+    await settled(this.client.DELETE('/users/{id}', { params: { path: { id }, header: { 'if-match': etag } } }));
   }
 
   /** Whether this token may write (`GET /auth/scope`). */

@@ -1,20 +1,12 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import {
-  Api,
-  ApiError,
-  type Filters,
-  NO_FILTERS,
-  type PageStart,
-  type RecordInput,
-  type Row,
-  type Versioned,
-} from './api.ts';
-import { Conflict, ConfirmDelete, SignIn } from './dialogs.tsx';
+import { Api, ApiError, type Filters, type PageStart, type RecordInput, type Row, type Versioned } from './api.ts';
+import { Conflict, ConfirmDelete, FOCUS_FALLBACK_ID, SignIn } from './dialogs.tsx';
 import { FiltersForm } from './filters-form.tsx';
 import { type Change, follow, type LiveState } from './live.ts';
-import { describe, needsToken, readOnly } from './messages.ts';
+import { describe, mayHaveStored, needsToken, readOnly } from './messages.ts';
 import { type FieldErrors, type FormMode, RecordForm } from './record-form.tsx';
 import { RecordsTable } from './records-table.tsx';
+import { readView, writeView } from './view-url.ts';
 
 const TOKEN_KEY = 'user-records-token';
 /** Changes that arrive close together make one read of the page. */
@@ -34,22 +26,33 @@ interface Conflicted {
   theirs: Versioned;
 }
 
+/** A record about to be deleted: as it is now, and whether it changed since the dialog opened. */
+interface Deleting {
+  current: Versioned;
+  changed: boolean;
+}
+
 const LIVE_TEXT: Record<LiveState, string> = {
   connecting: 'Connecting to live updates…',
   live: 'Live: changes appear as they happen',
   reconnecting: 'Connection lost: reconnecting, no change will be missed…',
+  busy: 'Live updates: the service is busy',
   off: 'Live updates off: use Refresh',
 };
 
 const ACTIVITY_TEXT = { 'user.created': 'added', 'user.updated': 'changed', 'user.deleted': 'deleted' } as const;
 
+const sameInput = (a: RecordInput, b: RecordInput) => a.name === b.name && a.age === b.age && a.city === b.city;
+
 export function App() {
   const [token, setToken] = useState(() => sessionStorage.getItem(TOKEN_KEY) ?? undefined);
   const api = useMemo(() => new Api(location.origin, token), [token]);
   const [access, setAccess] = useState<Access>({ kind: 'checking' });
-  const [filters, setFilters] = useState<Filters>(NO_FILTERS);
+  // The filters and the page live in the address, so a reload or a shared link shows the same view.
+  const [view] = useState(() => readView(location.search));
+  const [filters, setFilters] = useState<Filters>(view.filters);
   /** Where each page seen so far started: the last is the page shown, the rest are for Previous. */
-  const [starts, setStarts] = useState<PageStart[]>([{}]);
+  const [starts, setStarts] = useState<PageStart[]>(view.starts);
   const [rows, setRows] = useState<Row[]>([]);
   const [next, setNext] = useState<PageStart | undefined>();
   const [total, setTotal] = useState<number | undefined>();
@@ -57,20 +60,27 @@ export function App() {
   const [notice, setNotice] = useState<string | undefined>();
   const [status, setStatus] = useState('');
   const [live, setLive] = useState<LiveState>('off');
+  const [liveWait, setLiveWait] = useState<number | undefined>();
   const [activity, setActivity] = useState<Change[]>([]);
   const [mode, setMode] = useState<FormMode>({ kind: 'add' });
   const [initial, setInitial] = useState<RecordInput | undefined>();
   const [errors, setErrors] = useState<FieldErrors>({});
   const [busy, setBusy] = useState(false);
-  const [deleting, setDeleting] = useState<Row | undefined>();
+  const [deleting, setDeleting] = useState<Deleting | undefined>();
   const [conflict, setConflict] = useState<Conflicted | undefined>();
+  /** The Idempotency-Key of an add whose answer was lost: sent again while the input is the same. */
+  const pendingAdd = useRef<{ input: RecordInput; key: string } | undefined>(undefined);
   const start = starts[starts.length - 1] ?? {};
   const writable = access.kind === 'ready' && access.writable;
 
+  useEffect(() => writeView(filters), [filters]);
+
   /** Answers that need someone to act: a sign-in, read-only mode, or a sentence in the notice. */
   const fail = useCallback((error: unknown) => {
-    if (needsToken(error)) setAccess({ kind: 'sign-in', reason: error.message });
-    else if (readOnly(error)) {
+    if (needsToken(error)) {
+      setAccess({ kind: 'sign-in', reason: error.message });
+      setLive('off');
+    } else if (readOnly(error)) {
       setAccess({ kind: 'ready', writable: false });
       setNotice(`${error.message} The page is read-only.`);
     } else setNotice(describe(error));
@@ -80,9 +90,12 @@ export function App() {
   const reads = useRef(0);
   const counted = useRef(0);
   const counts = useRef(0);
+  const retry = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  const loadRef = useRef<(live?: boolean) => Promise<void>>(async () => undefined);
   const load = useCallback(
     async (live = false) => {
       const read = ++reads.current;
+      clearTimeout(retry.current);
       setLoading(true);
       try {
         const page = await api.list(filters, start);
@@ -94,19 +107,32 @@ export function App() {
         if (!live || Date.now() - counted.current >= RECOUNT_LIVE_MS) {
           counted.current = Date.now();
           const count = ++counts.current;
+          // A count that fails leaves the last one shown.
           api.count(filters).then(
-            (total) => count === counts.current && setTotal(total),
-            () => count === counts.current && setTotal(undefined),
+            (matching) => count === counts.current && setTotal(matching),
+            () => undefined,
           );
         }
       } catch (error) {
-        if (read === reads.current) fail(error);
+        if (read !== reads.current) return;
+        // A new view that cannot be read shows nothing of the old one.
+        if (!live) {
+          setRows([]);
+          setNext(undefined);
+          setTotal(undefined);
+        }
+        fail(error);
+        // Busy or limited: read again when the service says, by itself.
+        if (error instanceof ApiError && (error.status === 429 || error.status === 503)) {
+          retry.current = setTimeout(() => void loadRef.current(live), (error.retryAfter ?? 1) * 1000);
+        }
       } finally {
         if (read === reads.current) setLoading(false);
       }
     },
     [api, filters, start, fail],
   );
+  loadRef.current = load;
 
   useEffect(() => void load(), [load]);
 
@@ -118,8 +144,6 @@ export function App() {
   }, [access.kind, loading, token, api, fail]);
 
   const refreshSoon = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
-  const loadRef = useRef(load);
-  loadRef.current = load;
   const scheduleRefresh = useCallback(() => {
     if (refreshSoon.current !== undefined) return;
     refreshSoon.current = setTimeout(() => {
@@ -127,6 +151,10 @@ export function App() {
       void loadRef.current(true);
     }, REFRESH_DELAY_MS);
   }, []);
+
+  const editingId = mode.kind === 'edit' ? mode.id : undefined;
+  const editingRef = useRef(editingId);
+  editingRef.current = editingId;
 
   const ready = access.kind === 'ready';
   useEffect(() => {
@@ -138,16 +166,28 @@ export function App() {
         change: (change) => {
           setActivity((old) => [change, ...old].slice(0, ACTIVITY_SHOWN));
           // Shown at once where the record is on the page; the read after puts the page in order.
-          if (change.type === 'user.deleted') setRows((old) => old.filter((row) => row.id !== change.data.id));
+          if (change.type === 'user.deleted') {
+            setRows((old) => old.filter((row) => row.id !== change.data.id));
+            if (editingRef.current === change.data.id) {
+              setErrors({
+                form: `Record #${change.data.id} was deleted by someone else: saving will keep your values, to add them as a new record.`,
+              });
+            }
+          }
           if (change.type === 'user.updated') {
             setRows((old) => old.map((row) => (row.id === change.data.id ? change.data : row)));
           }
           scheduleRefresh();
         },
-        state: (state) => {
+        state: (state, wait) => {
           setLive(state);
-          // Connected (again): read the page, for what changed before the stream began.
-          if (state === 'live') scheduleRefresh();
+          setLiveWait(wait);
+          if (state === 'live') {
+            // Reachable again: a fault said while it was not is over. Then read the page, for what
+            // changed before the stream began.
+            setErrors((old) => (old.form?.startsWith('The service cannot be reached') ? {} : old));
+            scheduleRefresh();
+          }
         },
         restarted: scheduleRefresh,
         refused: fail,
@@ -157,22 +197,30 @@ export function App() {
     return () => stop.abort();
   }, [ready, api, scheduleRefresh, fail]);
 
-  const signIn = (value: string | undefined) => {
-    if (value === undefined) sessionStorage.removeItem(TOKEN_KEY);
-    else sessionStorage.setItem(TOKEN_KEY, value);
-    setToken(value);
-    setAccess({ kind: 'checking' });
-    setNotice(undefined);
-  };
-
   const stopEditing = () => {
     setMode({ kind: 'add' });
     setInitial(undefined);
     setErrors({});
   };
 
+  const signIn = (value: string | undefined) => {
+    if (value === undefined) sessionStorage.removeItem(TOKEN_KEY);
+    else sessionStorage.setItem(TOKEN_KEY, value);
+    // Nothing read with the last token stays on the page.
+    setRows([]);
+    setNext(undefined);
+    setTotal(undefined);
+    setActivity([]);
+    setDeleting(undefined);
+    setConflict(undefined);
+    stopEditing();
+    setToken(value);
+    setAccess({ kind: 'checking' });
+    setNotice(undefined);
+  };
+
   /** The form's answer: each 400 entry next to its field, a 412 as a choice, the rest in the form. */
-  const formFailed = async (error: unknown, input: RecordInput) => {
+  const formFailed = async (error: unknown, input: RecordInput, etag: string | undefined) => {
     if (error instanceof ApiError && error.status === 400) {
       const found: FieldErrors = {};
       for (const entry of error.problem.errors ?? []) {
@@ -182,36 +230,49 @@ export function App() {
       }
       if (Object.keys(found).length === 0) found.form = error.message;
       setErrors(found);
-    } else if (error instanceof ApiError && error.status === 412 && mode.kind === 'edit') {
+    } else if (error instanceof ApiError && error.status === 412 && mode.kind === 'edit' && etag !== undefined) {
       try {
-        setConflict({ mine: input, myEtag: mode.etag, theirs: await api.read(mode.id) });
+        setConflict({ mine: input, myEtag: etag, theirs: await api.read(mode.id) });
       } catch (reading) {
-        setErrors({ form: describe(reading) });
+        await formFailed(reading, input, etag);
       }
     } else if (error instanceof ApiError && error.status === 404 && mode.kind === 'edit') {
-      stopEditing();
-      setNotice(`Record #${mode.id} was deleted by someone else.`);
+      // Deleted meanwhile: what was typed is kept, to be added as a new record if wanted.
+      setMode({ kind: 'add' });
+      setInitial(input);
+      setErrors({
+        form: `Record #${mode.id} was deleted by someone else. Your values are kept: Add record stores them as a new record.`,
+      });
     } else if (needsToken(error) || readOnly(error)) {
       fail(error);
+    } else if (mayHaveStored(error) && mode.kind === 'add') {
+      setErrors({
+        form: `${describe(error)} The record may have been added all the same: press Add record again, and it is stored once (it is sent with the same key).`,
+      });
     } else setErrors({ form: describe(error) });
   };
 
   const save = async (input: RecordInput, etag?: string) => {
     setBusy(true);
     setErrors({});
+    const used = mode.kind === 'edit' ? (etag ?? mode.etag) : undefined;
     try {
-      if (mode.kind === 'edit') {
-        const saved = await api.replace(mode.id, input, etag ?? mode.etag);
+      if (mode.kind === 'edit' && used !== undefined) {
+        const saved = await api.replace(mode.id, input, used);
         setStatus(`Saved record #${saved.row.id}.`);
         stopEditing();
       } else {
-        const created = await api.create(input);
+        const pending = pendingAdd.current;
+        const key = pending !== undefined && sameInput(pending.input, input) ? pending.key : crypto.randomUUID();
+        pendingAdd.current = { input, key };
+        const created = await api.create(input, key);
+        pendingAdd.current = undefined;
         setStatus(`Added record #${created.id}, ${created.name}.`);
         setInitial({ name: '', age: '', city: '' });
       }
       scheduleRefresh();
     } catch (error) {
-      await formFailed(error, input);
+      await formFailed(error, input, used);
     } finally {
       setBusy(false);
     }
@@ -231,14 +292,30 @@ export function App() {
     }
   };
 
-  const remove = async (row: Row) => {
-    setDeleting(undefined);
+  /** Opens the delete dialog with the record as it is now (and its ETag, for If-Match). */
+  const askDelete = async (row: Row, changed = false) => {
     try {
-      await api.remove(row.id);
-      setStatus(`Deleted record #${row.id}.`);
-      if (mode.kind === 'edit' && mode.id === row.id) stopEditing();
+      setDeleting({ current: await api.read(row.id), changed });
     } catch (error) {
+      setDeleting(undefined);
       if (error instanceof ApiError && error.status === 404) setStatus(`Record #${row.id} was already deleted.`);
+      else fail(error);
+      scheduleRefresh();
+    }
+  };
+
+  const remove = async ({ current }: Deleting) => {
+    const { id } = current.row;
+    try {
+      await api.remove(id, current.etag);
+      setDeleting(undefined);
+      setStatus(`Deleted record #${id}.`);
+      if (mode.kind === 'edit' && mode.id === id) stopEditing();
+    } catch (error) {
+      // Changed since the dialog showed it: show it as it is now, and ask again.
+      if (error instanceof ApiError && error.status === 412) return void askDelete(current.row, true);
+      setDeleting(undefined);
+      if (error instanceof ApiError && error.status === 404) setStatus(`Record #${id} was already deleted.`);
       else fail(error);
     }
     scheduleRefresh();
@@ -246,14 +323,18 @@ export function App() {
 
   const first = starts.length === 1;
   const matching = total === undefined ? '' : ` of ${total.toLocaleString('en')} matching`;
-  const summary = `Page ${starts.length}: ${rows.length} record${rows.length === 1 ? '' : 's'}${matching}`;
+  const summary = loading
+    ? `Page ${starts.length}: loading…`
+    : `Page ${starts.length}: ${rows.length} record${rows.length === 1 ? '' : 's'}${matching}`;
+  const liveText =
+    live === 'busy' && liveWait !== undefined ? `${LIVE_TEXT.busy}: trying again in ${liveWait} s` : LIVE_TEXT[live];
 
   return (
     <>
       <header>
         <h1>user-records</h1>
         <p class={`live live-${live}`} role="status">
-          {LIVE_TEXT[live]}
+          {access.kind === 'sign-in' ? 'Sign in to see the records' : liveText}
         </p>
         <div class="actions">
           <button type="button" onClick={() => void load()}>
@@ -288,8 +369,10 @@ export function App() {
             onCancel={stopEditing}
           />
         ) : null}
-        <section aria-labelledby="records-title">
-          <h2 id="records-title">Records</h2>
+        <section aria-labelledby={FOCUS_FALLBACK_ID}>
+          <h2 id={FOCUS_FALLBACK_ID} tabIndex={-1}>
+            Records
+          </h2>
           <FiltersForm
             applied={filters}
             onApply={(applied) => {
@@ -303,7 +386,7 @@ export function App() {
             writable={writable}
             summary={summary}
             onEdit={(row) => void edit(row)}
-            onDelete={setDeleting}
+            onDelete={(row) => void askDelete(row)}
           />
           <nav class="pages" aria-label="Pages">
             <button type="button" disabled={first} onClick={() => setStarts((old) => old.slice(0, -1))}>
@@ -326,7 +409,7 @@ export function App() {
             {activity.map((change) => (
               <li key={change.id}>
                 <time dateTime={change.timestamp}>{new Date(change.timestamp).toLocaleTimeString('en-GB')}</time> #
-                {change.data.id} {change.data.name} {ACTIVITY_TEXT[change.type]}
+                {change.data.id} <bdi>{change.data.name}</bdi> {ACTIVITY_TEXT[change.type]}
               </li>
             ))}
           </ol>
@@ -334,7 +417,12 @@ export function App() {
       </main>
       {access.kind === 'sign-in' ? <SignIn reason={access.reason} onToken={signIn} /> : null}
       {deleting === undefined ? null : (
-        <ConfirmDelete row={deleting} onConfirm={() => void remove(deleting)} onCancel={() => setDeleting(undefined)} />
+        <ConfirmDelete
+          row={deleting.current.row}
+          changed={deleting.changed}
+          onConfirm={() => void remove(deleting)}
+          onCancel={() => setDeleting(undefined)}
+        />
       )}
       {conflict === undefined || mode.kind !== 'edit' ? null : (
         <Conflict

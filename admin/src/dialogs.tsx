@@ -2,14 +2,29 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { type RecordInput, type Row, versionOf, type Versioned } from './api.ts';
 
-/** A modal dialog: focus moves into it, Escape or Cancel closes it, focus goes back when it closes. */
+/** Where focus goes when a dialog closes and what had it is gone (a deleted record's button). */
+export const FOCUS_FALLBACK_ID = 'records-title';
+
+/**
+ * A modal dialog: focus moves into it, Escape or Cancel closes it, and focus goes back to what had
+ * it before (or, when that is gone, to the records' heading).
+ */
 function Modal(props: { title: string; onCancel: () => void; children: ComponentChildren; role?: 'alertdialog' }) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   useEffect(() => {
     const dialog = ref.current;
+    const before = document.activeElement;
     if (dialog !== null && !dialog.open) dialog.showModal();
-    return () => dialog?.close();
+    return () => {
+      dialog?.close();
+      // After this render: the element that had focus may be re-rendered or gone by then.
+      setTimeout(() => {
+        const back =
+          before instanceof HTMLElement && before.isConnected ? before : document.getElementById(FOCUS_FALLBACK_ID);
+        back?.focus();
+      });
+    };
   }, []);
   return (
     <dialog
@@ -27,12 +42,18 @@ function Modal(props: { title: string; onCancel: () => void; children: Component
   );
 }
 
-export function ConfirmDelete(props: { row: Row; onConfirm: () => void; onCancel: () => void }) {
+export function ConfirmDelete(props: { row: Row; changed: boolean; onConfirm: () => void; onCancel: () => void }) {
   const { row } = props;
   return (
     <Modal title="Delete this record?" role="alertdialog" onCancel={props.onCancel}>
+      {props.changed ? (
+        <p class="error" role="alert">
+          It was changed by someone else meanwhile; this is how it is now.
+        </p>
+      ) : null}
       <p>
-        Record #{row.id}, {row.name} ({row.age}, {row.city}), will be deleted for everyone.
+        Record #{row.id}: <bdi>{row.name}</bdi>, age {row.age}, city <bdi>{row.city}</bdi>. It will be deleted for
+        everyone.
       </p>
       <div class="actions">
         <button type="button" class="danger" onClick={props.onConfirm}>
@@ -76,40 +97,51 @@ export function Conflict(props: {
           {FIELDS.map((field) => (
             <tr key={field} class={mine[field] === theirs.row[field] ? '' : 'differs'}>
               <th scope="row">{field[0]?.toUpperCase() + field.slice(1)}</th>
-              <td>{mine[field]}</td>
-              <td>{theirs.row[field]}</td>
+              <td>
+                <bdi>{mine[field]}</bdi>
+              </td>
+              <td>
+                <bdi>{theirs.row[field]}</bdi>
+              </td>
             </tr>
           ))}
         </tbody>
       </table>
       <div class="actions">
-        <button type="button" onClick={props.onSaveMine}>
-          Save mine over theirs
+        <button type="button" autofocus onClick={props.onCancel}>
+          Keep editing
         </button>
         <button type="button" onClick={props.onTakeTheirs}>
           Take theirs
         </button>
-        <button type="button" onClick={props.onCancel}>
-          Keep editing
+        <button type="button" onClick={props.onSaveMine}>
+          Save mine over theirs
         </button>
       </div>
     </Modal>
   );
 }
 
+/** What a bearer token may be made of (RFC 6750): anything else cannot be sent in a header. */
+const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+
 /** Asks for a token; it is kept for this browser tab's session only. */
 export function SignIn(props: { reason: string; onToken: (token: string) => void }) {
   const [token, setToken] = useState('');
+  const [fault, setFault] = useState<string | undefined>();
   const inputId = useId();
   return (
     <Modal title="Sign in" onCancel={() => undefined}>
       <form
+        class="sign-in"
         onSubmit={(event) => {
           event.preventDefault();
-          if (token.trim() !== '') props.onToken(token.trim());
+          const given = token.trim();
+          if (TOKEN.test(given)) props.onToken(given);
+          else setFault('A token is letters, digits and - . _ ~ + / = only, with no spaces: check what was pasted.');
         }}
       >
-        <p role="alert">{props.reason}</p>
+        <p role="alert">{fault ?? props.reason}</p>
         <label for={inputId}>Token</label>
         <input
           id={inputId}

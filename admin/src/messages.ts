@@ -8,7 +8,9 @@ export function describe(error: unknown): string {
       const why = error.status === 429 ? 'Too many requests from this browser' : 'The service is busy';
       return `${why}: try again in ${error.retryAfter ?? 1} second${error.retryAfter === 1 ? '' : 's'}.`;
     }
-    return error.message;
+    const errors = error.problem.errors ?? [];
+    if (errors.length === 0) return error.message;
+    return `${error.message} ${errors.map((fault) => `${fault.parameter} ${fault.detail}`).join('; ')}.`;
   }
   return error instanceof Error ? error.message : String(error);
 }
@@ -18,3 +20,8 @@ export const needsToken = (error: unknown): error is ApiError => error instanceo
 
 /** Whether the token may only read. */
 export const readOnly = (error: unknown): error is ApiError => error instanceof ApiError && error.status === 403;
+
+/** A write whose answer never came, or came 503: it may have been stored. */
+export function mayHaveStored(error: unknown): boolean {
+  return error instanceof Unreachable || (error instanceof ApiError && error.status === 503);
+}

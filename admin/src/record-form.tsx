@@ -40,6 +40,9 @@ export function RecordForm(props: {
         event.preventDefault();
         props.onSubmit(values);
       }}
+      onKeyDown={(event) => {
+        if (editing && event.key === 'Escape') props.onCancel();
+      }}
     >
       <h2 id="record-form-title">{editing ? `Edit record #${mode.id}` : 'Add a record'}</h2>
       {errors.form === undefined ? null : (
