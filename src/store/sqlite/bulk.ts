@@ -16,9 +16,18 @@ import { ReadStatements } from './statements.ts';
 /** Rows read from the database at a time by a snapshot's records and keys. */
 const BATCH = 1000;
 
+/**
+ * The page cache of the commands' connection, in KiB. They read or write each page about once (an
+ * import appends, then sorts its indexes; an export or a backup reads in id order), so the
+ * service's larger cache would only hold pages never read again: with it, an import of 1M records
+ * peaked above 200 MB, with this one at about 115 MB, and no slower.
+ */
+const CACHE_KIB = 2048;
+
 /** The bulk side of an SQLite file: one connection of its own, waiting up to `busyTimeoutMs` for the write lock. */
 export async function openSqliteBulk(path: string, busyTimeoutMs: number): Promise<BulkStore> {
   const db = openDatabase(path, { busyTimeoutMs, migrate: true });
+  db.pragma(`cache_size = -${CACHE_KIB}`);
   return new SqliteBulk(db);
 }
 
