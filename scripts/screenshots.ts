@@ -43,6 +43,7 @@ try {
   // A change made elsewhere while the page is open, so "Recent changes" shows one.
   await app.inject({ method: 'POST', url: '/users?name=Frances%20Allen&age=88&city=Schenectady' });
   await page.getByRole('cell', { name: 'Frances Allen', exact: true }).waitFor();
+  await page.getByText('of 11 matching').waitFor({ timeout: 15_000 });
   await page.screenshot({ path: join(OUT, 'admin.png'), fullPage: true });
 
   await page.setViewportSize({ width: 390, height: 844 });
@@ -50,6 +51,7 @@ try {
 
   await page.setViewportSize({ width: 1100, height: 860 });
   await page.getByRole('button', { name: 'Edit record 1, Ada Lovelace' }).click();
+  await page.getByRole('heading', { name: 'Edit record #1' }).waitFor();
   await page.getByLabel('City', { exact: true }).fill('Marylebone');
   await app.inject({ method: 'PATCH', url: '/users/1?age=37' });
   await page.getByRole('button', { name: 'Save changes' }).click();

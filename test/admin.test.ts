@@ -251,6 +251,9 @@ for (const backend of BACKENDS) {
       const { page, app } = await open();
       const id = await create(app, 'Katherine Johnson', 101, 'Hampton');
       await cell(row(page, id), 'Katherine Johnson').waitFor({ timeout: WAIT_MS });
+      // The count follows too (at most a few seconds later: a count of many records is a scan).
+      const stored = (await listAll(app)).length;
+      await page.getByText(`of ${stored.toLocaleString('en')} matching`).waitFor({ timeout: WAIT_MS });
       await page
         .getByRole('listitem')
         .filter({ hasText: `#${id} Katherine Johnson added` })

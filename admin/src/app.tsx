@@ -14,7 +14,8 @@ const REFRESH_DELAY_MS = 250;
 const ACTIVITY_SHOWN = 20;
 /**
  * A count of a million records costs the database a scan: reads caused by live changes count again
- * at most this often; opening a page, a filter and Refresh always count.
+ * at most this often (the last change of a burst is counted when the interval ends); opening a
+ * page, a filter and Refresh always count.
  */
 const RECOUNT_LIVE_MS = 5000;
 
@@ -90,6 +91,7 @@ export function App() {
   const reads = useRef(0);
   const counted = useRef(0);
   const counts = useRef(0);
+  const recountLater = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const retry = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const loadRef = useRef<(live?: boolean) => Promise<void>>(async () => undefined);
   const load = useCallback(
@@ -104,7 +106,8 @@ export function App() {
         setNext(page.next);
         setNotice(undefined);
         setAccess((old) => (old.kind === 'ready' ? old : { kind: 'checking' }));
-        if (!live || Date.now() - counted.current >= RECOUNT_LIVE_MS) {
+        const recount = () => {
+          recountLater.current = undefined;
           counted.current = Date.now();
           const count = ++counts.current;
           // A count that fails leaves the last one shown.
@@ -112,7 +115,12 @@ export function App() {
             (matching) => count === counts.current && setTotal(matching),
             () => undefined,
           );
-        }
+        };
+        clearTimeout(recountLater.current);
+        const since = Date.now() - counted.current;
+        if (!live || since >= RECOUNT_LIVE_MS) recount();
+        // Changes came close together: the count follows once the interval is over.
+        else recountLater.current = setTimeout(recount, RECOUNT_LIVE_MS - since);
       } catch (error) {
         if (read !== reads.current) return;
         // A new view that cannot be read shows nothing of the old one.
