@@ -1,5 +1,4 @@
 import { parseArgs } from 'node:util';
-import { setFlagsFromString } from 'node:v8';
 import { type Config, ConfigError, loadConfig } from './config/load.ts';
 import { VERSION } from './config/version.ts';
 import { backupCommand, restoreCommand } from './cli/backup.ts';
@@ -32,10 +31,6 @@ async function main(argv: string[]): Promise<number | 'serving'> {
     return 'serving';
   }
   const { values, positionals, settingsArgv } = parse(command, rest);
-  // The operator's commands stream records in batches that live a little longer than the young
-  // generation turns over; in one run of three, V8 then made every later record in the old
-  // generation (allocation-site pretenuring), and a 1M-record import peaked 60 MB higher.
-  setFlagsFromString('--no-allocation-site-pretenuring');
   const config = loadConfig(process.env, settingsArgv);
   return run(command, config, values, positionals);
 }
