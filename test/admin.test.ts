@@ -319,6 +319,14 @@ for (const backend of BACKENDS) {
       await page.keyboard.type('Wilmslow');
       await page.keyboard.press('Enter');
       await cell(page, 'Alan Turing').waitFor({ timeout: WAIT_MS });
+      // Sent from the button itself: the button keeps the focus while the add is on its way.
+      await page.getByLabel('Name', { exact: true }).fill('Joan Clarke');
+      await page.getByLabel('Age', { exact: true }).fill('79');
+      await page.getByLabel('City', { exact: true }).fill('Headington');
+      await page.getByRole('button', { name: 'Add record' }).focus();
+      await page.keyboard.press('Enter');
+      await cell(page, 'Joan Clarke').waitFor({ timeout: WAIT_MS });
+      assert.equal(await page.evaluate('document.activeElement?.textContent'), 'Add record');
       assert.ok((await listAll(app)).some((record) => record.name === 'Alan Turing'));
 
       await page.setViewportSize({ width: 390, height: 844 });
@@ -481,6 +489,10 @@ for (const backend of BACKENDS) {
       await cell(page, 'Written').waitFor({ timeout: WAIT_MS });
       const listed = await running.app.inject({ url: '/users', headers: auth });
       assert.match(listed.body, /"name":"Written"/);
+      // Signed out, nothing of what was read or written stays in the page, not even its status line.
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('dialog', { name: 'Sign in' }).waitFor({ timeout: WAIT_MS });
+      assert.doesNotMatch(await page.content(), /Written|Seed/);
       assert.deepEqual(watch.leaked, []);
       assert.deepEqual(watch.errors, []);
       await page.close();

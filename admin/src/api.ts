@@ -146,7 +146,9 @@ export class Api {
     const { response } = await settled(
       this.client.GET('/users', { params: { query, header: { prefer: 'count=exact' } } }),
     );
-    return Number(response.headers.get('x-total-count'));
+    const total = response.headers.get('x-total-count');
+    if (total === null) throw new ApiError(502, { detail: 'The service answered no count.' }, undefined);
+    return Number(total);
   }
 
   async read(id: number): Promise<Versioned> {

@@ -93,15 +93,19 @@ export function App() {
   const counts = useRef(0);
   const recountLater = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const retry = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  /** The filters and page the rows shown were read for. */
+  const shownView = useRef('');
   const loadRef = useRef<(live?: boolean) => Promise<void>>(async () => undefined);
   const load = useCallback(
     async (live = false) => {
       const read = ++reads.current;
+      const viewKey = JSON.stringify([filters, start]);
       clearTimeout(retry.current);
       setLoading(true);
       try {
         const page = await api.list(filters, start);
         if (read !== reads.current) return;
+        shownView.current = viewKey;
         setRows(page.rows);
         setNext(page.next);
         setNotice(undefined);
@@ -123,8 +127,8 @@ export function App() {
         else recountLater.current = setTimeout(recount, RECOUNT_LIVE_MS - since);
       } catch (error) {
         if (read !== reads.current) return;
-        // A new view that cannot be read shows nothing of the old one.
-        if (!live) {
+        // A new view that cannot be read shows nothing of the old one (a Refresh keeps it).
+        if (!live && viewKey !== shownView.current) {
           setRows([]);
           setNext(undefined);
           setTotal(undefined);
@@ -214,7 +218,16 @@ export function App() {
   const signIn = (value: string | undefined) => {
     if (value === undefined) sessionStorage.removeItem(TOKEN_KEY);
     else sessionStorage.setItem(TOKEN_KEY, value);
-    // Nothing read with the last token stays on the page.
+    // Nothing read or written with the last token stays on the page, nor runs on after it.
+    for (const timer of [retry, recountLater, refreshSoon]) {
+      clearTimeout(timer.current);
+      timer.current = undefined;
+    }
+    reads.current++;
+    counts.current++;
+    pendingAdd.current = undefined;
+    shownView.current = '';
+    setStatus('');
     setRows([]);
     setNext(undefined);
     setTotal(undefined);

@@ -20,8 +20,8 @@ function Modal(props: { title: string; onCancel: () => void; children: Component
       dialog?.close();
       // After this render: the element that had focus may be re-rendered or gone by then.
       setTimeout(() => {
-        const back =
-          before instanceof HTMLElement && before.isConnected ? before : document.getElementById(FOCUS_FALLBACK_ID);
+        const had = before instanceof HTMLElement && before !== document.body && before.isConnected;
+        const back = had ? before : document.getElementById(FOCUS_FALLBACK_ID);
         back?.focus();
       });
     };

@@ -116,10 +116,13 @@ export async function follow(api: Api, handlers: LiveHandlers, signal: AbortSign
       const body = await api.events(lastId, signal);
       handlers.state('live');
       for await (const event of events(body, (start) => (lastId ??= start))) {
-        lastId = event.id;
-        attempt = 0;
+        // An event without an id keeps the last one (as EventSource does).
+        if (event.id !== '') lastId = event.id;
         const change = changeOf(event.id, event.data);
-        if (change !== undefined) handlers.change(change);
+        if (change === undefined) continue;
+        // Only a change the page could read shows the stream works: then the waits start afresh.
+        attempt = 0;
+        handlers.change(change);
       }
     } catch (error) {
       if (signal.aborted) return;

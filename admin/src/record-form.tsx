@@ -38,7 +38,7 @@ export function RecordForm(props: {
       aria-labelledby="record-form-title"
       onSubmit={(event) => {
         event.preventDefault();
-        props.onSubmit(values);
+        if (!props.busy) props.onSubmit(values);
       }}
       onKeyDown={(event) => {
         if (editing && event.key === 'Escape') props.onCancel();
@@ -81,7 +81,8 @@ export function RecordForm(props: {
         })}
       </div>
       <div class="actions">
-        <button type="submit" disabled={props.busy}>
+        {/* aria-disabled, not disabled: a disabled button loses the focus it had. */}
+        <button type="submit" aria-disabled={props.busy ? 'true' : undefined}>
           {editing ? 'Save changes' : 'Add record'}
         </button>
         {editing ? (
