@@ -156,6 +156,9 @@ describe('restore refuses a backup the service could not have made', () => {
     ['version 0', [[1, 'Ada', 36, 'London', 1000, 1000, 0]]],
     ['an update before the creation', [[1, 'Ada', 36, 'London', 2000, 1000, 1]]],
     ['a negative change version', [good], { changeVersion: -5 }, /line 1/],
+    ['a time past the year 9999', [[1, 'Ada', 36, 'London', 9e15, 9e15, 1]]],
+    ['a version beyond 32 bits', [[1, 'Ada', 36, 'London', 1000, 1000, 3e9]]],
+    ['the same id twice', [good, good], {}, /record 1 comes after record 1/],
   ];
   for (const [name, records, header, reason] of cases) {
     it(`refuses ${name}, naming the line, and stores nothing`, async () => {
@@ -169,6 +172,30 @@ describe('restore refuses a backup the service could not have made', () => {
       assert.equal(listed.stdout, '');
     });
   }
+  it('refuses an idempotency key the service would not take, and one given twice', async () => {
+    const key = (k: string) => ['k', k, 'a'.repeat(64), 1, 1000];
+    for (const [name, keys, reason] of [
+      ['nul-key', [key('a\u0000b')], /line 3 is not a record or key line/],
+      ['twice-key', [key('k1'), key('k1')], /"k1" is there twice/],
+    ] as const) {
+      const head = JSON.stringify({
+        format: 'user-records-backup',
+        formatVersion: 1,
+        changeVersion: 3,
+        lastId: 9,
+        takenAt: 'x',
+      });
+      const lines = [head, JSON.stringify(['r', ...good]), ...keys.map((k) => JSON.stringify(k))];
+      const body = lines.map((line) => `${line}\n`).join('');
+      const sha256 = createHash('sha256').update(body).digest('hex');
+      const file = join(folder.dir, `${name}.backup`);
+      writeFileSync(file, `${body}${JSON.stringify({ end: { records: 1, keys: keys.length, sha256 } })}\n`);
+      const result = await runCli(['restore', file], { env: { DATABASE_URL: join(folder.dir, `${name}.db`) } });
+      assert.equal(result.code, 1, result.stderr);
+      assert.match(result.stderr, reason);
+    }
+  });
+
   it('restores the same backup made well (so the refusals above are of the faults alone)', async () => {
     const result = await runCli(['restore', forge('good', [good])], {
       env: { DATABASE_URL: join(folder.dir, 'good.db') },
@@ -207,6 +234,52 @@ for (const backend of BACKENDS) {
         assert.equal(after.headers.get('etag'), atBackup.headers.get('etag'));
       } finally {
         await server.stop();
+        await database.drop();
+      }
+    });
+  });
+}
+
+describe('signals while a command commits', () => {
+  it('wait for the commit, which the command then reports, whatever opened before', () => {
+    // The module alone, in a process of its own: hold, take a SIGINT, release as stored.
+    const script = `
+      import { holdSignals, releaseSignals } from './src/cli/signals.ts';
+      holdSignals();
+      process.kill(process.pid, 'SIGINT');
+      setTimeout(() => { console.log(releaseSignals(true)); }, 200);
+    `;
+    const held = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: new URL('..', import.meta.url).pathname,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(held.status, 0, held.stderr);
+    assert.match(held.stdout, /SIGINT came while the data was being committed; it was stored/);
+    // Not stored: the signal then ends the process as it would have.
+    const ended = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', script.replace('releaseSignals(true)', 'releaseSignals(false)')],
+      { cwd: new URL('..', import.meta.url).pathname, encoding: 'utf8', timeout: 30_000 },
+    );
+    assert.equal(ended.signal, 'SIGINT', `${ended.status} ${ended.stderr}`);
+  });
+});
+
+for (const backend of BACKENDS) {
+  describe(`an output that cannot be written [${backend.name}]`, { skip: backend.skip }, () => {
+    const folder = tempDir('user-records-cli-nowhere-');
+    after(folder.cleanup);
+    it('is said at once, naming the file given, and the command ends', async () => {
+      const database = await backend.fresh();
+      try {
+        for (const command of ['export', 'backup']) {
+          const target = join(folder.dir, 'no-such-folder', `out.${command}`);
+          const result = await runCli([command, target], { env: { DATABASE_URL: database.url }, timeoutMs: 20_000 });
+          assert.equal(result.code, 1, `${command}: ${result.code} ${result.stderr}`);
+          assert.equal(result.stderr, `user-records: cannot write ${target}: its folder does not exist (ENOENT)\n`);
+        }
+      } finally {
         await database.drop();
       }
     });

@@ -3,6 +3,7 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Config } from '../config/load.ts';
 import { openBulkStore, type StoredKey, type StoredRecord } from '../store/bulk.ts';
+import { IDEMPOTENCY_KEY_PATTERN } from '../users/idempotency.ts';
 import { checkRecord } from '../users/record-check.ts';
 import { CommandFailed, openOutput, put, say } from './output.ts';
 import { Progress } from './progress.ts';
@@ -28,8 +29,12 @@ interface Header {
 
 /** `user-records backup FILE`: a consistent snapshot while the service runs. */
 export async function backupCommand(config: Config, options: { file: string; quiet: boolean }): Promise<number> {
-  const bulk = await openBulkStore(config);
+  // The output first: one that cannot be written is said before the database is opened.
   const output = openOutput(options.file);
+  const bulk = await openBulkStore(config).catch((error: unknown) => {
+    output.discard();
+    throw error;
+  });
   const hash = createHash('sha256');
   const write = (text: string) => {
     hash.update(text);
@@ -89,13 +94,23 @@ const isInt = (value: unknown): value is number => Number.isSafeInteger(value);
 const MAX_ID = 999_999_999_999_999;
 const isId = (value: unknown): value is number => isInt(value) && value >= 1 && value <= MAX_ID;
 const isCount = (value: unknown): value is number => isInt(value) && value >= 0;
+/** The last moment either store can hold (9999-12-31, in ms since the epoch). */
+const LAST_TIME = 253_402_300_799_999;
+const isTime = (value: unknown): value is number => isCount(value) && value <= LAST_TIME;
+/** A record's version is a 32-bit integer in PostgreSQL. */
+const MAX_RECORD_VERSION = 2_147_483_647;
+/** An Idempotency-Key as the service takes one, and a fingerprint as it makes one (SHA-256, hex). */
+const KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN);
+const FINGERPRINT = /^[0-9a-f]{64}$/;
 
 /** Why a record of a backup could not have been stored by the service, or undefined. */
 function recordFault(record: StoredRecord): string | undefined {
   if (!isId(record.id)) return `its id ${record.id} is not from 1 to ${MAX_ID}`;
-  if (!isInt(record.version) || record.version < 1) return `its version ${record.version} is not a whole number from 1`;
-  if (!isCount(record.createdAt) || !isCount(record.updatedAt) || record.updatedAt < record.createdAt) {
-    return 'its times are not a creation time and a later (or equal) update time';
+  if (!isInt(record.version) || record.version < 1 || record.version > MAX_RECORD_VERSION) {
+    return `its version ${record.version} is not a whole number from 1 to ${MAX_RECORD_VERSION}`;
+  }
+  if (!isTime(record.createdAt) || !isTime(record.updatedAt) || record.updatedAt < record.createdAt) {
+    return 'its times are not a creation time and a later (or equal) update time, before the year 10000';
   }
   const checked = checkRecord({ name: record.name, age: record.age, city: record.city });
   if (!checked.ok) return checked.errors.map((error) => `${error.parameter} ${error.detail}`).join('; ');
@@ -130,7 +145,12 @@ async function* backupLines(
           `${file} is a backup of format ${header.formatVersion}; this version reads ${FORMAT_VERSION}`,
         );
       }
-      if (!isCount(header.changeVersion) || !isCount(header.lastId) || header.lastId > MAX_ID) {
+      if (
+        !isCount(header.changeVersion) ||
+        header.changeVersion > MAX_ID ||
+        !isCount(header.lastId) ||
+        header.lastId > MAX_ID
+      ) {
         throw new CommandFailed(`${file} line 1: its change version or last id is not a whole number in range`);
       }
       return { kind: 'header', header };
@@ -157,9 +177,11 @@ async function* backupLines(
       row[0] === 'k' &&
       row.length === 5 &&
       typeof row[1] === 'string' &&
+      KEY.test(row[1]) &&
       typeof row[2] === 'string' &&
+      FINGERPRINT.test(row[2]) &&
       isId(row[3]) &&
-      isCount(row[4])
+      isTime(row[4])
     ) {
       const [, key, fingerprint, userId, createdAt] = row as [string, string, string, number, number];
       return { kind: 'key', key: { key, fingerprint, userId, createdAt } };
@@ -190,6 +212,8 @@ async function verify(file: string): Promise<Header> {
   let keys = 0;
   let end: { records?: number; keys?: number; sha256?: string } | undefined;
   let digest = '';
+  let lastId = 0;
+  const seenKeys = new Set<string>();
   for await (const line of backupLines(file, (last, hash) => {
     end = (last as { end?: typeof end } | undefined)?.end;
     digest = hash;
@@ -197,10 +221,19 @@ async function verify(file: string): Promise<Header> {
     if (line.kind === 'header') header = line.header;
     else if (line.kind === 'record') {
       records++;
-      if (header !== undefined && line.record.id > header.lastId) {
-        throw new CommandFailed(`${file}: record ${line.record.id} is beyond the last id ${header.lastId} it gives`);
+      const { id } = line.record;
+      if (header !== undefined && id > header.lastId) {
+        throw new CommandFailed(`${file}: record ${id} is beyond the last id ${header.lastId} it gives`);
       }
-    } else keys++;
+      // A backup lists its records in id order, each once.
+      if (id <= lastId) throw new CommandFailed(`${file}: record ${id} comes after record ${lastId}`);
+      lastId = id;
+    } else {
+      keys++;
+      if (seenKeys.has(line.key.key))
+        throw new CommandFailed(`${file}: the idempotency key ${JSON.stringify(line.key.key)} is there twice`);
+      seenKeys.add(line.key.key);
+    }
   }
   if (header === undefined || end === undefined)
     throw new CommandFailed(`${file} is cut short: its last line is not the checksum`);

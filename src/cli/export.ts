@@ -73,8 +73,12 @@ export async function exportCommand(
   const format = chooseFormat(options.format, options.file, 'json');
   const { filter, order } = listingOf(options.query);
   const fields = selectedFields(options.query.fields);
-  const bulk = await openBulkStore(config);
+  // The output first: one that cannot be written is said before the database is opened.
   const output = openOutput(options.file);
+  const bulk = await openBulkStore(config).catch((error: unknown) => {
+    output.discard();
+    throw error;
+  });
   const out = output.stream;
   let rows = 0;
   let progress: Progress | undefined;

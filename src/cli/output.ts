@@ -38,6 +38,24 @@ export interface Output {
   withdraw(): void;
 }
 
+const REASONS: Record<string, string> = {
+  ENOENT: 'its folder does not exist',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EROFS: 'the file system is read-only',
+  ENOSPC: 'no space left on the device',
+  EDQUOT: 'the disk quota is used up',
+  EISDIR: 'it is a directory',
+  ENOTDIR: 'a part of its path is not a directory',
+};
+
+/** Why `file` cannot be written, in words, naming the file given rather than a temporary one. */
+function cannotWrite(file: string, error: unknown): CommandFailed {
+  const code = (error as NodeJS.ErrnoException).code;
+  const reason = code === undefined ? (error as Error).message : `${REASONS[code] ?? 'failed'} (${code})`;
+  return new CommandFailed(`cannot write ${file}: ${reason}`);
+}
+
 /**
  * Where a FILE argument's bytes go. A regular file (or a new one) is written beside itself and
  * renamed into place; through a symbolic link, beside the file it points to, so the link stays. A
@@ -49,9 +67,7 @@ export function outputTarget(file: string): { path: string; direct: boolean } {
   try {
     stat = statSync(file);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
-      throw new CommandFailed(`cannot write ${file}: ${(error as Error).message}`);
-    }
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw cannotWrite(file, error);
     const link = (() => {
       try {
         return lstatSync(file).isSymbolicLink();
@@ -83,7 +99,7 @@ export function openOutput(file: string | undefined): Output {
   if (target.direct) {
     const stream = createWriteStream(target.path, { flags: 'w', highWaterMark: 1 << 20 });
     const failure = new Promise<never>((_, reject) =>
-      stream.once('error', (error) => reject(new CommandFailed(`cannot write ${file}: ${error.message}`))),
+      stream.once('error', (error) => reject(cannotWrite(file, error))),
     );
     failure.catch(() => undefined);
     return {
@@ -103,7 +119,7 @@ export function openOutput(file: string | undefined): Output {
   try {
     fd = openSync(temporary, 'wx');
   } catch (error) {
-    throw new CommandFailed(`cannot write ${file}: ${(error as Error).message}`);
+    throw cannotWrite(file, error);
   }
   const forget = onInterrupt(() => rmSync(temporary, { force: true }));
   // flush: the file is fsync'd before it closes, so it is on disk when the command says it is done.
@@ -122,7 +138,7 @@ export function openOutput(file: string | undefined): Output {
       try {
         renameSync(temporary, target.path);
       } catch (error) {
-        throw new CommandFailed(`cannot write ${file}: ${(error as Error).message}`);
+        throw cannotWrite(file, error);
       } finally {
         forget();
       }

@@ -25,18 +25,22 @@ function onSignal(signal: Signal): void {
   else end(signal);
 }
 
+function install(): void {
+  if (installed) return;
+  installed = true;
+  for (const name of SIGNALS) process.on(name, onSignal);
+}
+
 /** Runs `cleanup` (synchronously) if a signal ends the command; the returned function forgets it. */
 export function onInterrupt(cleanup: () => void): () => void {
-  if (!installed) {
-    installed = true;
-    for (const name of SIGNALS) process.on(name, onSignal);
-  }
+  install();
   cleanups.add(cleanup);
   return () => cleanups.delete(cleanup);
 }
 
 /** From here a signal waits (the commit has begun: its outcome must be reported). */
 export function holdSignals(): void {
+  install();
   holding = true;
 }
 
