@@ -306,6 +306,15 @@ describe('CORS for any origin (CORS_ORIGINS=*)', () => {
       assert.ok(list(preflight.headers.get('access-control-allow-methods')).includes('delete'));
     }
   });
+
+  it('answers an OPTIONS with an empty Origin as one without it (found by the fuzz suite)', async () => {
+    const answer = await call(suite.current.app, 'OPTIONS', '/users/1', {
+      headers: { origin: '', 'access-control-request-method': 'DELETE' },
+    });
+    assert.equal(answer.status, 204, answer.text);
+    assert.equal(answer.headers.get('access-control-allow-origin'), null);
+    assert.match(answer.headers.get('allow') ?? '', /DELETE/);
+  });
 });
 
 describe('CORS in a real browser: a page on a listed origin uses the API with a token', () => {

@@ -47,7 +47,8 @@ export async function registerCors(app: FastifyInstance, origins: readonly strin
   const listed = new Set(origins);
   const decide = (request: FastifyRequest): FastifyCorsOptions => {
     const origin = request.headers.origin;
-    if (origin === undefined || (!anyOrigin && !listed.has(origin))) return OFF;
+    // An empty Origin names no origin (no browser sends one): answered as a request without it.
+    if (origin === undefined || origin === '' || (!anyOrigin && !listed.has(origin))) return OFF;
     const preflight = request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined;
     return { ...SHARED, origin: anyOrigin ? '*' : origin, preflight };
   };
