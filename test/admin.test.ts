@@ -53,6 +53,13 @@ async function axeViolations(page: Page): Promise<string[]> {
     .map((violation) => `${violation.impact} ${violation.id}: ${violation.nodes.map((node) => node.target).join(' ')}`);
 }
 
+/** Types a record into the form's three fields. */
+async function fillRecord(page: Page, name: string, age: string, city: string): Promise<void> {
+  await page.getByLabel('Name', { exact: true }).fill(name);
+  await page.getByLabel('Age', { exact: true }).fill(age);
+  await page.getByLabel('City', { exact: true }).fill(city);
+}
+
 const row = (page: Page, id: number) => page.locator(`tr[data-id="${id}"]`);
 const cell = (within: Page | ReturnType<typeof row>, text: string) =>
   within.getByRole('cell', { name: text, exact: true });
@@ -129,9 +136,7 @@ for (const backend of BACKENDS) {
     it('adds, edits and deletes through the page, and the API agrees', async (t) => {
       if (!needsChromium(t)) return;
       const { page, app } = await open();
-      await page.getByLabel('Name', { exact: true }).fill('Grace Hopper');
-      await page.getByLabel('Age', { exact: true }).fill('85');
-      await page.getByLabel('City', { exact: true }).fill('Arlington');
+      await fillRecord(page, 'Grace Hopper', '85', 'Arlington');
       await page.getByRole('button', { name: 'Add record' }).click();
       const added = cell(page, 'Grace Hopper');
       await added.waitFor({ timeout: WAIT_MS });
@@ -163,9 +168,7 @@ for (const backend of BACKENDS) {
       if (!needsChromium(t)) return;
       const { page, app } = await open();
       const before = await listAll(app);
-      await page.getByLabel('Name', { exact: true }).fill('Methuselah');
-      await page.getByLabel('Age', { exact: true }).fill('151');
-      await page.getByLabel('City', { exact: true }).fill('Ur');
+      await fillRecord(page, 'Methuselah', '151', 'Ur');
       await page.getByRole('button', { name: 'Add record' }).click();
       const age = page.getByLabel('Age', { exact: true });
       await page.locator('#record-age-error').waitFor({ timeout: WAIT_MS });
@@ -200,9 +203,7 @@ for (const backend of BACKENDS) {
       });
       await page.goto(`${running.url}/admin`);
       await page.getByText('Live: changes appear as they happen').waitFor({ timeout: WAIT_MS });
-      await page.getByLabel('Name', { exact: true }).fill('Lost Answer');
-      await page.getByLabel('Age', { exact: true }).fill('44');
-      await page.getByLabel('City', { exact: true }).fill('Nowhere');
+      await fillRecord(page, 'Lost Answer', '44', 'Nowhere');
       await page.getByRole('button', { name: 'Add record' }).click();
       await page.getByText(/may have been added all the same/).waitFor({ timeout: WAIT_MS });
       await page.getByRole('button', { name: 'Add record' }).click();
@@ -320,9 +321,7 @@ for (const backend of BACKENDS) {
       await page.keyboard.press('Enter');
       await cell(page, 'Alan Turing').waitFor({ timeout: WAIT_MS });
       // Sent from the button itself: the button keeps the focus while the add is on its way.
-      await page.getByLabel('Name', { exact: true }).fill('Joan Clarke');
-      await page.getByLabel('Age', { exact: true }).fill('79');
-      await page.getByLabel('City', { exact: true }).fill('Headington');
+      await fillRecord(page, 'Joan Clarke', '79', 'Headington');
       await page.getByRole('button', { name: 'Add record' }).focus();
       await page.keyboard.press('Enter');
       await cell(page, 'Joan Clarke').waitFor({ timeout: WAIT_MS });
@@ -482,9 +481,7 @@ for (const backend of BACKENDS) {
       assert.equal(await cell(page, 'Seed').count(), 0, 'the records stay on the page after signing out');
       await page.getByLabel('Token').fill(WRITE_TOKEN.slice('write:'.length));
       await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.getByLabel('Name', { exact: true }).fill('Written');
-      await page.getByLabel('Age', { exact: true }).fill('30');
-      await page.getByLabel('City', { exact: true }).fill('Bergen');
+      await fillRecord(page, 'Written', '30', 'Bergen');
       await page.getByRole('button', { name: 'Add record' }).click();
       await cell(page, 'Written').waitFor({ timeout: WAIT_MS });
       const listed = await running.app.inject({ url: '/users', headers: auth });

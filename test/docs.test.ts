@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
 import { type InProcessApp, startApp } from './helpers/app.ts';
+import { launchBrowser } from './helpers/browser.ts';
 import { CHROMIUM, CHROMIUM_ARGS } from './helpers/chromium.ts';
 import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
 
@@ -14,12 +15,13 @@ const RENDER_TIMEOUT_MS = 20_000;
 describe('/docs in a real browser with the network off and tokens required', () => {
   const cleanups: Array<() => void> = [];
   /** Every request the page tried to send anywhere but 127.0.0.1; each was aborted. */
-  const leaked: string[] = [];
+  let leaked: string[] = [];
   /** Uncaught errors in the page, shown when an assertion fails. */
   const pageErrors: string[] = [];
   /** What the page's Content-Security-Policy blocked, as Chromium reports it on the console. */
   const cspViolations: string[] = [];
   let server: RunningServer | undefined;
+  let browser: Awaited<ReturnType<typeof launchBrowser>> | undefined;
   let context: BrowserContext | undefined;
   let page: Page | undefined;
 
@@ -35,24 +37,10 @@ describe('/docs in a real browser with the network off and tokens required', () 
       API_TOKENS: 'read:docs-test-read-token-7c2e9a4b5d1f',
     });
 
-    const profile = tempDir('user-records-chromium-');
-    cleanups.push(profile.cleanup);
-    context = await chromium.launchPersistentContext(profile.dir, { executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    await context.route('**/*', async (route) => {
-      const url = route.request().url();
-      let host = '';
-      try {
-        host = new URL(url).hostname;
-      } catch {
-        // An unparsable URL is not local either.
-      }
-      if (host === '127.0.0.1') {
-        await route.continue();
-      } else {
-        leaked.push(url);
-        await route.abort('internetdisconnected');
-      }
-    });
+    // Requests anywhere but 127.0.0.1 are aborted and listed.
+    browser = await launchBrowser();
+    context = browser.context;
+    leaked = browser.leaked;
     page = context.pages()[0] ?? (await context.newPage());
     page.on('pageerror', (error) => pageErrors.push(error.message));
     page.on('console', (message) => {
@@ -62,7 +50,7 @@ describe('/docs in a real browser with the network off and tokens required', () 
 
   after(async () => {
     try {
-      await context?.close();
+      await browser?.close();
     } finally {
       try {
         await server?.stop();
