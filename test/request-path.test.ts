@@ -259,6 +259,81 @@ describe('the Host a request names (DNS rebinding)', () => {
   });
 });
 
+// RFC 9112 (3.2.2): a target in absolute form names the host, and the Host header is ignored.
+describe('a request target in absolute form (GET http://host/path) is checked like a Host header', () => {
+  const CASES: ReadonlyArray<{ target: string; host?: string; allowed?: string; status: number; type?: string }> = [
+    { target: 'http://other.example/users', status: 421, type: '/problems/misdirected-request' },
+    { target: 'http://other.example:3000/users', status: 421, type: '/problems/misdirected-request' },
+    { target: 'http://other.example', status: 421, type: '/problems/misdirected-request' },
+    { target: 'https://other.example/users', status: 421, type: '/problems/misdirected-request' },
+    { target: 'HTTP://OTHER.EXAMPLE/users', status: 421, type: '/problems/misdirected-request' },
+    { target: 'ftp://127.0.0.1/users', status: 421, type: '/problems/misdirected-request' },
+    { target: 'http://localhost.other.example/users', status: 421, type: '/problems/misdirected-request' },
+    // The target's host wins over Host, both ways.
+    { target: 'http://other.example/users', host: 'other.example', status: 421 },
+    { target: 'http://127.0.0.1/users', host: 'rebind.evil.example', status: 200 },
+    // userinfo is deprecated and a known way to confuse which host is meant (RFC 9110, 4.2.4).
+    { target: 'http://a@other.example/users', status: 400, type: '/problems/malformed-request' },
+    { target: 'http://a@127.0.0.1/users', status: 400, type: '/problems/malformed-request' },
+    { target: 'http://127.0.0.1:1@other.example/users', status: 400, type: '/problems/malformed-request' },
+    { target: 'http:///users', status: 400, type: '/problems/malformed-request' },
+    { target: 'http://127.0.0.1%2fother.example/users', status: 400, type: '/problems/malformed-request' },
+    // Allowed hosts route as the same path would.
+    { target: 'http://127.0.0.1:{port}/users', status: 200 },
+    { target: 'HTTP://127.0.0.1:{port}/users', status: 200 },
+    { target: 'http://LOCALHOST/users?limit=1', status: 200 },
+    { target: 'http://localhost./users', status: 200 },
+    { target: 'https://localhost/users', status: 200 },
+    { target: 'http://[::1]:3000/users', status: 200 },
+    { target: 'http://localhost/nothing-here', status: 404 },
+    // Not absolute form: a path of this service that starts with two slashes, never another host.
+    { target: '//other.example/users', status: 404 },
+    // ALLOWED_HOSTS=* answers any host, in the target as in Host; userinfo is still refused.
+    { target: 'http://other.example/users', allowed: '*', status: 200 },
+    { target: 'http://a@other.example/users', allowed: '*', status: 400 },
+    { target: 'http://users.example.com/users', host: 'localhost', allowed: 'users.example.com', status: 200 },
+    { target: 'http://localhost/users', host: 'users.example.com', allowed: 'users.example.com', status: 421 },
+  ];
+
+  for (const allowed of [undefined, '*', 'users.example.com']) {
+    it(`ALLOWED_HOSTS ${allowed ?? 'by default'}`, async () => {
+      const { url, close } = await startApp(allowed === undefined ? {} : { ALLOWED_HOSTS: allowed });
+      try {
+        const port = new URL(url).port;
+        for (const { target, host = 'localhost', status, type } of CASES.filter((c) => c.allowed === allowed)) {
+          const line = target.replace('{port}', port);
+          const answer = await sendRaw(
+            url,
+            Buffer.from(`GET ${line} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`),
+          );
+          assert.equal(answer.status, status, `${line} (Host: ${host}): ${answer.wire}`);
+          if (type !== undefined) assert.equal(assertProblem(answer, status).type, type, line);
+          if (status === 200) assert.ok(Array.isArray((answer.json as { data?: unknown }).data), line);
+        }
+      } finally {
+        await close();
+      }
+    });
+  }
+
+  it('a change with an allowed absolute target is stored as through a path; another host changes nothing', async () => {
+    const { url, store, close } = await startApp();
+    try {
+      const post = (target: string) =>
+        sendRaw(
+          url,
+          Buffer.from(`POST ${target} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`),
+        );
+      assert.equal((await post('http://other.example/users?name=Eve&age=1&city=X')).status, 421);
+      assert.equal(await store.count(), 0);
+      assert.equal((await post('http://localhost/users?name=Ada&age=36&city=London')).status, 200);
+      assert.equal(await store.count(), 1);
+    } finally {
+      await close();
+    }
+  });
+});
+
 describe('changes sent from another site’s page', () => {
   const suite = appForSuite();
   const post = (headers: Record<string, string>, payload?: string) =>

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthFailure } from './auth.ts';
-import { hostHeaderCount, hostName } from './hosts.ts';
+import { hostHeaderCount, hostName, targetHost } from './hosts.ts';
 import { kib, URL_LIMIT } from './limits.ts';
 import type { OverloadMonitor } from './overload.ts';
 import { decoratePolicy, policyOf } from './policy.ts';
@@ -84,12 +84,10 @@ export async function registerGate(app: FastifyInstance, options: GateOptions): 
     if (host === undefined ? request.raw.httpVersion === '1.1' : hostHeaderCount(request.raw.rawHeaders) > 1) {
       return new HttpError('malformed-request', 'An HTTP/1.1 request needs exactly one Host header.');
     }
-    if (hosts !== undefined && host !== undefined && !hosts.has(hostName(host))) {
-      return new HttpError(
-        'misdirected-request',
-        'This service does not answer to that host name; see ALLOWED_HOSTS in its settings.',
-      );
-    }
+    const named = hostInTarget(request);
+    if (named instanceof HttpError) return named;
+    const effective = named ?? host;
+    if (hosts !== undefined && effective !== undefined && !hosts.has(hostName(effective))) return misdirected();
     if ((request.raw.url?.length ?? 0) > URL_LIMIT) {
       return new HttpError('uri-too-long', `The URL is longer than the service reads (${kib(URL_LIMIT)}).`);
     }
@@ -149,6 +147,32 @@ export async function registerGate(app: FastifyInstance, options: GateOptions): 
     await options.cors(app);
     app.addHook('onRequest', (request, reply, done) => done(identify(request, reply)));
   }
+}
+
+function misdirected(): HttpError {
+  return new HttpError(
+    'misdirected-request',
+    'This service does not answer to that host name; see ALLOWED_HOSTS in its settings.',
+  );
+}
+
+/**
+ * The host an absolute-form target names (`GET http://example.com/users`), or an error for one that
+ * names no host of ours or is malformed. It wins over the Host header (RFC 9112, 3.2.2), so Host is
+ * replaced by it: every later check (the cross-site one compares Origin with it) sees the host meant.
+ */
+function hostInTarget(request: FastifyRequest): string | HttpError | undefined {
+  const named = targetHost(request.raw.url ?? '');
+  if (named === undefined) return undefined;
+  if (named === 'misdirected') return misdirected();
+  if (named === 'malformed') {
+    return new HttpError(
+      'malformed-request',
+      'The request target names no host this service can read: send a path, or http://host/path without a user name.',
+    );
+  }
+  request.headers.host = named.authority;
+  return named.authority;
 }
 
 function rateLimited(limiter: RateLimiter, resetAt: number): HttpError {

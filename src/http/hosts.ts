@@ -45,3 +45,25 @@ export function hostHeaderCount(rawHeaders: readonly string[]): number {
   }
   return count;
 }
+
+/** `scheme://authority` at the start of an absolute-form target; the authority ends at / ? or #. */
+const ABSOLUTE_FORM = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)/;
+/** A host (a bracketed IP literal, or RFC 3986 reg-name characters) and an optional port; no userinfo. */
+const AUTHORITY = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~%!$&'()*+,;=-]+)(?::[0-9]*)?$/;
+
+/**
+ * What a request target says of the host (RFC 9112, 3.2): nothing for a path (origin form, `//x`
+ * included) or `*`; for the absolute form (`http://example.com/users`), the authority, which a
+ * server uses instead of the Host header (3.2.2). Another scheme than http or https names another
+ * service (`misdirected`); userinfo (`http://a@b/`, deprecated and a way to confuse which host is
+ * meant, RFC 9110 4.2.4), an empty authority or any other character is `malformed`.
+ */
+export function targetHost(target: string): { authority: string } | 'misdirected' | 'malformed' | undefined {
+  if (target.startsWith('/') || target === '*') return undefined;
+  const absolute = ABSOLUTE_FORM.exec(target);
+  if (absolute === null) return undefined;
+  const scheme = (absolute[1] as string).toLowerCase();
+  const authority = absolute[2] as string;
+  if (!AUTHORITY.test(authority)) return 'malformed';
+  return scheme === 'http' || scheme === 'https' ? { authority } : 'misdirected';
+}
