@@ -94,7 +94,8 @@ function run(command: Command, config: Config, values: Values, positionals: stri
         const value = values[option.flag];
         if (option.flag !== 'format' && typeof value === 'string') query[option.flag] = value;
       }
-      return exportCommand(config, { file: positionals[0], format: text('format'), query, quiet });
+      const raw = values.raw === true;
+      return exportCommand(config, { file: positionals[0], format: text('format'), query, raw, quiet });
     }
     case 'backup':
       return backupCommand(config, { file: positionals[0] as string, quiet });

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { COMMANDS } from '../src/cli/commands.ts';
+import { csvLine } from '../src/cli/csv-records.ts';
 import { BACKENDS, type Backend, type Database } from './helpers/backends.ts';
 import { BIN, PACKAGE_BIN, runCli } from './helpers/cli.ts';
 import { readmeExamples } from './helpers/readme-examples.ts';
@@ -170,6 +171,37 @@ const IMPORTS: ImportCase[] = [
   },
 ];
 
+// OWASP, CSV injection: a cell that starts with = + - @, a tab or a carriage return is a formula
+// to a spreadsheet; by default an export writes it with a leading single quote, and quotes a cell
+// with a semicolon or a tab, where a spreadsheet of another locale would split it into a new cell.
+describe('the CSV writer: formulas made inert by default, values as stored when raw', () => {
+  const CELLS: ReadonlyArray<[value: string, inert: string, raw: string]> = [
+    ['Plain', 'Plain', 'Plain'],
+    ['=1+2', "'=1+2", '=1+2'],
+    [
+      '=HYPERLINK("http://evil.example","x")',
+      '"\'=HYPERLINK(""http://evil.example"",""x"")"',
+      '"=HYPERLINK(""http://evil.example"",""x"")"',
+    ],
+    ['+1', "'+1", '+1'],
+    ["-2+3+cmd|' /C calc'!A0", "'-2+3+cmd|' /C calc'!A0", "-2+3+cmd|' /C calc'!A0"],
+    ['@SUM(A1)', "'@SUM(A1)", '@SUM(A1)'],
+    ['\t=1', '"\'\t=1"', '\t=1'],
+    ['\r=1', '"\'\r=1"', '"\r=1"'],
+    ['a;=1+2', '"a;=1+2"', 'a;=1+2'],
+    ['a\t=1+2', '"a\t=1+2"', 'a\t=1+2'],
+    ["'=1+2", "'=1+2", "'=1+2"],
+    ['a=1', 'a=1', 'a=1'],
+    ['2026-01-02T03:04:05.006Z', '2026-01-02T03:04:05.006Z', '2026-01-02T03:04:05.006Z'],
+  ];
+  for (const [value, inert, raw] of CELLS) {
+    it(JSON.stringify(value), () => {
+      assert.equal(csvLine([value, '30']), `${inert},30\r\n`);
+      assert.equal(csvLine([value, '30'], { raw: true }), `${raw},30\r\n`);
+    });
+  }
+});
+
 for (const backend of BACKENDS) {
   describe(`user-records import and export [${backend.name}]`, { skip: backend.skip }, () => {
     const fresh = databases(backend);
@@ -232,6 +264,53 @@ for (const backend of BACKENDS) {
       assert.equal(result.code, 1);
       assert.equal(result.stderr.match(/standard input line \d+: age/g)?.length, 2);
       assert.match(result.stderr, /and 3 more bad rows/);
+    });
+
+    it('CSV export: formulas get a leading quote (said on standard error), --raw writes them as stored', async () => {
+      const { url } = await fresh();
+      const names = ['=HYPERLINK("http://evil.example","x")', '+1', '@SUM(A1)', 'Ann'];
+      const input = names.map((name, i) => JSON.stringify({ name, age: i, city: i === 0 ? '-Oslo' : 'Oslo' }));
+      const seeded = await runCli(['import', '-', '--format', 'ndjson', '--quiet'], {
+        env: { DATABASE_URL: url },
+        input: input.join('\n'),
+      });
+      assert.equal(seeded.code, 0, seeded.stderr);
+      const safe = await runCli(['export', '--format', 'csv', '--quiet'], { env: { DATABASE_URL: url } });
+      assert.equal(safe.code, 0, safe.stderr);
+      assert.equal(
+        safe.stdout,
+        'name,age,city\r\n"\'=HYPERLINK(""http://evil.example"",""x"")",0,\'-Oslo\r\n\'+1,1,Oslo\r\n\'@SUM(A1),2,Oslo\r\nAnn,3,Oslo\r\n',
+      );
+      assert.match(safe.stderr, /4 values that start like a spreadsheet formula .* leading ' .*--raw/);
+      const raw = await runCli(['export', '--format', 'csv', '--raw', '--quiet'], { env: { DATABASE_URL: url } });
+      assert.equal(raw.code, 0, raw.stderr);
+      assert.equal(
+        raw.stdout,
+        'name,age,city\r\n"=HYPERLINK(""http://evil.example"",""x"")",0,-Oslo\r\n+1,1,Oslo\r\n@SUM(A1),2,Oslo\r\nAnn,3,Oslo\r\n',
+      );
+      assert.equal(raw.stderr, '');
+      const json = await runCli(['export', '--raw', '--quiet'], { env: { DATABASE_URL: url } });
+      assert.equal(json.code, 2);
+      assert.match(json.stderr, /--raw applies to --format csv only/);
+
+      // An import stores what the file holds: the raw file gives the records back exactly, the
+      // default one keeps the quote it added (the reader of a spreadsheet saw it too).
+      for (const [file, expected] of [
+        [raw.stdout, names],
+        [safe.stdout, names.map((name) => (name === 'Ann' ? name : `'${name}`))],
+      ] as const) {
+        const target = await fresh();
+        const imported = await runCli(['import', '-', '--format', 'csv', '--quiet'], {
+          env: { DATABASE_URL: target.url },
+          input: file,
+        });
+        assert.equal(imported.code, 0, imported.stderr);
+        const stored = (await listing(target.url))
+          .trimEnd()
+          .split('\n')
+          .map((line) => (JSON.parse(line) as { name: string }).name);
+        assert.deepEqual(stored, expected);
+      }
     });
 
     describe('export against the running service', () => {

@@ -97,7 +97,12 @@ export const COMMANDS: readonly Command[] = [
     name: 'export',
     args: '[FILE]',
     summary: 'write the records (or those the filters pick) to a file or standard output, from one snapshot',
-    details: ['--format json writes byte for byte what GET /users answers for the same filters and fields.'],
+    details: [
+      '--format json writes byte for byte what GET /users answers for the same filters and fields.',
+      "--format csv is safe to open in a spreadsheet (OWASP's advice on CSV injection): a value that starts",
+      "with = + - @, a tab or a carriage return gets a leading ', shown as text instead of run as a formula,",
+      'and one with a ; or a tab is quoted. --raw writes every value exactly as stored.',
+    ],
     options: [
       {
         flag: 'format',
@@ -105,6 +110,11 @@ export const COMMANDS: readonly Command[] = [
         value: FORMAT_LIST,
         default: 'from the extension, else json',
         help: 'the format to write',
+      },
+      {
+        flag: 'raw',
+        type: 'boolean',
+        help: 'csv: every value exactly as stored, formulas too (for a program that reads the file as data)',
       },
       ...FILTERS,
       QUIET,

@@ -155,14 +155,31 @@ function countLineBreaks(text: string, from: number, to: number): number {
 }
 
 const NEEDS_QUOTES = /[",\r\n]/;
+/** A spreadsheet of a locale that separates cells with `;` (or a tab) would split such a cell unquoted. */
+const NEEDS_QUOTES_INERT = /[",;\t\r\n]/;
+/** How a cell that a spreadsheet reads as a formula starts (OWASP: CSV injection). */
+const FORMULA = /^[=+\-@\t\r]/;
 
-/** One CSV record, CRLF-ended; a field is quoted only when it holds a quote, a comma or a line break. */
-export function csvLine(fields: readonly string[]): string {
+/**
+ * One CSV record, CRLF-ended; a field is quoted only when it must be. By default the line is inert
+ * in a spreadsheet, as OWASP advises against CSV injection: a field that starts like a formula
+ * (`=`, `+`, `-`, `@`, a tab or a carriage return) gets a leading single quote, which the
+ * spreadsheet shows as text, and one holding a semicolon or a tab is quoted too. `raw` writes the
+ * values exactly as given (for a program that reads the file as data).
+ */
+export function csvLine(fields: readonly string[], options: { raw?: boolean } = {}): string {
+  const raw = options.raw === true;
   let line = '';
   for (let i = 0; i < fields.length; i++) {
-    const field = fields[i] as string;
+    let field = fields[i] as string;
     if (i > 0) line += ',';
-    line += NEEDS_QUOTES.test(field) ? `"${field.replaceAll('"', '""')}"` : field;
+    if (!raw && FORMULA.test(field)) field = `'${field}`;
+    line += (raw ? NEEDS_QUOTES : NEEDS_QUOTES_INERT).test(field) ? `"${field.replaceAll('"', '""')}"` : field;
   }
   return `${line}\r\n`;
+}
+
+/** Whether csvLine changes this value when not raw (it starts like a formula). */
+export function looksLikeFormula(value: string): boolean {
+  return FORMULA.test(value);
 }

@@ -8,7 +8,7 @@ import { HEAD, PAGE_SIZE, TAIL } from '../users/listing.ts';
 import { recordJson, selectedFields } from '../users/present.ts';
 import { parseListing } from '../users/query.ts';
 import { type FieldName, ListQuery, RULES } from '../users/schemas.ts';
-import { csvLine } from './csv-records.ts';
+import { csvLine, looksLikeFormula } from './csv-records.ts';
 import { chooseFormat } from './import.ts';
 import { openOutput, put, UsageError } from './output.ts';
 import { Progress } from './progress.ts';
@@ -68,9 +68,19 @@ function csvValues(user: User, fields: readonly FieldName[]): string[] {
 /** `user-records export [FILE]`. */
 export async function exportCommand(
   config: Config,
-  options: { file: string | undefined; format: string | undefined; query: Record<string, string>; quiet: boolean },
+  options: {
+    file: string | undefined;
+    format: string | undefined;
+    query: Record<string, string>;
+    raw: boolean;
+    quiet: boolean;
+  },
 ): Promise<number> {
   const format = chooseFormat(options.format, options.file, 'json');
+  if (options.raw && format !== 'csv') {
+    throw new UsageError('--raw applies to --format csv only (json and ndjson always hold the values as stored)');
+  }
+  const csv = { raw: options.raw };
   const { filter, order } = listingOf(options.query);
   const fields = selectedFields(options.query.fields);
   // The output first: one that cannot be written is said before the database is opened.
@@ -81,6 +91,7 @@ export async function exportCommand(
   });
   const out = output.stream;
   let rows = 0;
+  let inert = 0;
   let progress: Progress | undefined;
   try {
     const snapshot = await bulk.snapshot();
@@ -91,7 +102,11 @@ export async function exportCommand(
       let text: string;
       if (format === 'csv') {
         text = '';
-        for (const user of page) text += csvLine(csvValues(user, fields));
+        for (const user of page) {
+          const values = csvValues(user, fields);
+          if (!options.raw) for (const value of values) if (looksLikeFormula(value)) inert++;
+          text += csvLine(values, csv);
+        }
       } else if (format === 'ndjson') {
         text = '';
         for (const user of page) text += `${recordJson(user, fields)}\n`;
@@ -109,6 +124,11 @@ export async function exportCommand(
     progress.stop();
     if (options.file !== undefined && options.file !== '-') {
       process.stderr.write(`exported ${rows} records to ${options.file} (change version ${snapshot.version})\n`);
+    }
+    if (inert > 0) {
+      process.stderr.write(
+        `${inert} values that start like a spreadsheet formula (= + - @) were written with a leading ' so that a spreadsheet shows them as text; --raw writes them as stored\n`,
+      );
     }
     return 0;
   } catch (error) {

@@ -338,8 +338,9 @@ export class RejectsWriter {
   write(row: Row): void {
     const first = this.#count++ === 0;
     if (this.#format === 'csv') {
-      if (first && this.#header !== undefined) this.#out.write(csvLine(this.#header));
-      this.#out.write(csvLine(row.raw as string[]));
+      // The rows as the input had them, to be mended and imported again: not made inert.
+      if (first && this.#header !== undefined) this.#out.write(csvLine(this.#header, { raw: true }));
+      this.#out.write(csvLine(row.raw as string[], { raw: true }));
     } else if (this.#format === 'ndjson') this.#out.write(`${row.raw as string}\n`);
     else this.#out.write(`${first ? '{"data":[\n' : ',\n'}${row.raw as string}`);
   }
