@@ -1260,7 +1260,7 @@ export interface operations {
             /** @description The matching records. */
             200: {
                 headers: {
-                    /** @description The record version (or, for lists, a hash of the body); use it with If-None-Match or If-Match. */
+                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
                     ETag?: string;
                     /** @description The next page, while more remain (with `sort`, it carries a `cursor`). */
                     Link?: string;
@@ -1419,7 +1419,7 @@ export interface operations {
                     Location?: string;
                     /** @description The same: the body is a representation of the new record. */
                     "Content-Location"?: string;
-                    /** @description The record version (or, for lists, a hash of the body); use it with If-None-Match or If-Match. */
+                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
                     ETag?: string;
                     /** @description "true" when this is the remembered answer to an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: string;
@@ -1678,7 +1678,7 @@ export interface operations {
             /** @description The matching records. */
             200: {
                 headers: {
-                    /** @description The record version (or, for lists, a hash of the body); use it with If-None-Match or If-Match. */
+                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
                     ETag?: string;
                     /** @description The next page, while more remain (with `sort`, it carries a `cursor`). */
                     Link?: string;
@@ -1807,7 +1807,7 @@ export interface operations {
             /** @description The record. */
             200: {
                 headers: {
-                    /** @description The record version (or, for lists, a hash of the body); use it with If-None-Match or If-Match. */
+                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -1931,7 +1931,7 @@ export interface operations {
             /** @description The record as stored now. */
             200: {
                 headers: {
-                    /** @description The record version (or, for lists, a hash of the body); use it with If-None-Match or If-Match. */
+                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2281,7 +2281,7 @@ export interface operations {
             /** @description The record. */
             200: {
                 headers: {
-                    /** @description The record version (or, for lists, a hash of the body); use it with If-None-Match or If-Match. */
+                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2389,7 +2389,7 @@ export interface operations {
             /** @description The record as stored now. */
             200: {
                 headers: {
-                    /** @description The record version (or, for lists, a hash of the body); use it with If-None-Match or If-Match. */
+                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
                     ETag?: string;
                     [name: string]: unknown;
                 };

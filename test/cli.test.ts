@@ -525,7 +525,7 @@ for (const from of available) {
       const files = tempDir('user-records-backup-');
       after(files.cleanup);
 
-      it('restores exactly the moment of the backup: listing, ETag, keys, ids after', async () => {
+      it('restores exactly the moment of the backup: listing, change version, keys, ids after', async () => {
         const source = await freshFrom();
         const server = await startServer({ DATABASE_URL: source.url, RATE_LIMIT: 'off' });
         const file = join(files.dir, 'users.backup');
@@ -568,7 +568,8 @@ for (const from of available) {
           const answer = await fetch(`${served.url}/users`);
           const expected = `{"data":[${records.map(([, , name, age, city]) => `{"name":${JSON.stringify(name)},"age":"${age}","city":${JSON.stringify(city)}}`).join(',')}]}`;
           assert.equal(await answer.text(), expected);
-          assert.equal(answer.headers.get('etag'), `"v${header.changeVersion}"`);
+          // The version of the backup, in the new history the restore began (a tag never names two contents).
+          assert.match(answer.headers.get('etag') ?? '', new RegExp(`^"v${header.changeVersion}\\.[0-9a-f]{16}"$`));
           // A remembered key replays its record; a new record's id continues after the highest.
           const [key] = lines
             .filter((line) => line.startsWith('["k"'))

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { readmePerformance, withPerformance } from '../bench/readme-section.ts';
 import type { BenchResults } from '../bench/results.ts';
 import { settingsTable } from '../src/config/help.ts';
-import { serverForSuite } from './helpers/server.ts';
+import { serverForSuite, tempDir } from './helpers/server.ts';
 import { BACKENDS } from './helpers/backends.ts';
 import { readmeExamples } from './helpers/readme-examples.ts';
 
@@ -14,6 +14,9 @@ for (const backend of BACKENDS) {
   describe(`README examples [${backend.name}]`, { skip: backend.skip }, () => {
     const server = serverForSuite({}, backend);
     const examples = readmeExamples('examples');
+    // The files examples write (curl --etag-save) go to a directory of their own.
+    const scratch = tempDir('user-records-readme-');
+    after(scratch.cleanup);
 
     it('has examples for every endpoint', () => {
       const commands = examples.map((example) => example.command).join('\n');
@@ -37,7 +40,7 @@ for (const backend of BACKENDS) {
     for (const [i, example] of examples.entries()) {
       it(`${i + 1}: ${example.command}`, () => {
         const command = example.command.replaceAll('http://127.0.0.1:3000', server.url);
-        const output = execFileSync('bash', ['-c', command], { encoding: 'utf8', timeout: 10_000 });
+        const output = execFileSync('bash', ['-c', command], { cwd: scratch.dir, encoding: 'utf8', timeout: 10_000 });
         // A console shows output without a final newline on a line of its own, so line ends are compared trimmed.
         assert.equal(output.replace(/\r/g, '').trimEnd(), example.expected.trimEnd());
       });

@@ -4,6 +4,7 @@ import { after, afterEach, beforeEach, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { parseDatabaseUrl } from '../src/config/load.ts';
+import { fingerprint } from '../src/store/fingerprint.ts';
 import { openStore } from '../src/store/open-store.ts';
 import type { Commit, IdempotencyKey, ListFilter, User, UserInput, UserStore } from '../src/store/store.ts';
 import { BACKENDS, type Database as TestDatabase } from './helpers/backends.ts';
@@ -174,17 +175,29 @@ for (const backend of backends) {
       assert.deepEqual(await store.list({}), [user]);
     });
 
-    it('a precondition admits the versions it names (or any); another answers precondition-failed and changes nothing', async () => {
+    it('a precondition admits the contents its fingerprints name (or any); another answers precondition-failed and changes nothing', async () => {
       const created = await store.create({ name: 'Ada', age: 36, city: 'London' });
-      const changed = await store.update(created.id, { age: 37 }, { versions: [1] });
+      const changed = await store.update(created.id, { age: 37 }, { fingerprints: [fingerprint(created)] });
       assert.ok(changed.ok);
       assert.equal(changed.user.version, 2);
 
-      const stale = await store.update(created.id, { age: 99 }, { versions: [1] });
+      const stale = await store.update(created.id, { age: 99 }, { fingerprints: [fingerprint(created)] });
       assert.deepEqual(stale, { ok: false, reason: 'precondition-failed' });
-      assert.deepEqual(await store.remove(created.id, { versions: [] }), { ok: false, reason: 'precondition-failed' });
+      assert.deepEqual(await store.remove(created.id, { fingerprints: [] }), {
+        ok: false,
+        reason: 'precondition-failed',
+      });
       assert.deepEqual(await store.get(created.id), changed.user);
-      const either = await store.update(created.id, { age: 38 }, { versions: [5, 2] });
+      // The same version with other values (as after a restore) is other content.
+      const other = { ...changed.user, city: 'Paris' };
+      assert.deepEqual(await store.update(created.id, { age: 1 }, { fingerprints: [fingerprint(other)] }), stale);
+      const either = await store.update(
+        created.id,
+        { age: 38 },
+        {
+          fingerprints: [fingerprint(created), fingerprint(changed.user)],
+        },
+      );
       assert.ok(either.ok);
       const any = await store.update(created.id, { age: 39 }, { anyVersion: true });
       assert.ok(any.ok);
@@ -194,7 +207,7 @@ for (const backend of backends) {
     it('remove returns the removed record, which is gone afterwards', async () => {
       const keep = await store.create({ name: 'Ada', age: 36, city: 'London' });
       const drop = await store.create({ name: 'Ben', age: 41, city: 'Leeds' });
-      const removed = await store.remove(drop.id, { versions: [1] });
+      const removed = await store.remove(drop.id, { fingerprints: [fingerprint(drop)] });
       assert.deepEqual(removed, { ok: true, user: drop });
       assert.equal(await store.get(drop.id), undefined);
       assert.deepEqual(await store.list({}), [keep]);
@@ -292,7 +305,7 @@ for (const backend of backends) {
       for (const change of commits.flatMap((commit) => commit.changes)) assert.ok(change.at instanceof Date);
       assert.equal(await store.version(), start + 4);
       // A write that changes nothing (a refusal) leaves the version and tells no listener.
-      assert.deepEqual(await store.update(ada.id, { age: 1 }, { versions: [] }), {
+      assert.deepEqual(await store.update(ada.id, { age: 1 }, { fingerprints: [] }), {
         ok: false,
         reason: 'precondition-failed',
       });

@@ -59,9 +59,9 @@ export class Unreachable extends Error {
 
 const FIELDS = 'id,name,age,city';
 
-/** The version in a record's ETag (`"12-3"` is version 3 of record 12). */
+/** The version in a record's ETag (`"12-3.<fingerprint>"` is version 3 of record 12). */
 export function versionOf(etag: string): string {
-  return /-(\d+)"$/.exec(etag)?.[1] ?? etag;
+  return /^"\d+-(\d+)\./.exec(etag)?.[1] ?? etag;
 }
 
 /**

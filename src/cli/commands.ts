@@ -136,7 +136,8 @@ export const COMMANDS: readonly Command[] = [
     summary: 'put a backup back: checks its checksum, then restores it whole or not at all',
     details: [
       'Stop the service first (or restart it after): it keeps a copy of the listing it has read.',
-      'GET /users then answers the same bytes and ETag as at the moment of the backup.',
+      'GET /users then answers the same bytes as at the moment of the backup, under a new ETag (a restore',
+      'begins a new history, so no ETag read before it can name other content).',
     ],
     options: [
       {

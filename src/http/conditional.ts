@@ -35,7 +35,8 @@ function ifNoneMatchHolds(header: string, etag: string): boolean {
 const SMALL = 256;
 const recent = new Map<string, string>();
 
-function bodyEtag(payload: string | Buffer): string {
+/** A strong ETag that names exactly this content: a hash of it. */
+export function contentEtag(payload: string | Buffer): string {
   const small = typeof payload === 'string' && payload.length <= SMALL;
   const known = small ? recent.get(payload) : undefined;
   if (known !== undefined) return known;
@@ -59,7 +60,7 @@ export function registerConditionalGet(app: FastifyInstance): void {
     if (typeof etag !== 'string') {
       // A streamed body cannot be hashed before it is sent; its route sets the ETag.
       if (!whole) return done(null, payload);
-      etag = bodyEtag(payload);
+      etag = contentEtag(payload);
       reply.header('etag', etag);
     }
     const ifNoneMatch = request.headers['if-none-match'];

@@ -1,3 +1,5 @@
+import { fingerprint } from './fingerprint.ts';
+
 /** A stored user as the storage layer hands it over: typed, camelCase, independent of the API. */
 export interface User {
   id: number;
@@ -6,7 +8,7 @@ export interface User {
   city: string;
   createdAt: Date;
   updatedAt: Date;
-  /** Starts at 1 and grows by one on every change; the record's ETag comes from it. */
+  /** Starts at 1 and grows by one on every change (a restore sets it back to the backup's). */
   version: number;
 }
 
@@ -68,10 +70,11 @@ export interface ListOrder {
 
 /**
  * What a conditional write requires of the record, as data (so it can cross to a writer thread):
- * any stored version (`If-Match: *`), or one of these versions. It is checked against the current
- * record inside the write, so a concurrent change cannot slip by.
+ * any stored version (`If-Match: *`), or the content one of these fingerprints (fingerprint.ts)
+ * names. It is checked against the current record inside the write, so a concurrent change cannot
+ * slip by.
  */
-export type Precondition = { anyVersion: true } | { versions: readonly number[] };
+export type Precondition = { anyVersion: true } | { fingerprints: readonly string[] };
 
 export type WriteResult = { ok: true; user: User } | { ok: false; reason: 'not-found' | 'precondition-failed' };
 
@@ -215,7 +218,11 @@ export class StoreUnavailableError extends Error {
 
 /** Whether a precondition admits the record as it is now. */
 export function preconditionHolds(precondition: Precondition | undefined, current: User): boolean {
-  return precondition === undefined || 'anyVersion' in precondition || precondition.versions.includes(current.version);
+  return (
+    precondition === undefined ||
+    'anyVersion' in precondition ||
+    precondition.fingerprints.includes(fingerprint(current))
+  );
 }
 
 /**

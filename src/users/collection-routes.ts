@@ -7,8 +7,9 @@ import { FullListing } from './full-listing.ts';
 import { checkIdempotencyKey, createIdempotently } from './idempotency.ts';
 import { normalizeInput } from './input.ts';
 import { ETAG, FORMS, NOT_MODIFIED, TAGS } from './openapi.ts';
-import { JSON_TYPE, selectedFields, sendUsers, userEtag } from './present.ts';
-import { listingBytes, streamedEtag } from './listing.ts';
+import { envelopeJson, JSON_TYPE, selectedFields, sendUsers, userEtag } from './present.ts';
+import { listingBytes, streamedEtag, versionEtag } from './listing.ts';
+import { contentEtag } from '../http/conditional.ts';
 import { encodeCursor, parseListing, wantsCount } from './query.ts';
 import { CreateHeaders, FullInputQuery, InputBody, ListHeaders, ListQuery, UsersEnvelope } from './schemas.ts';
 
@@ -51,8 +52,10 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
       // registerConditionalGet answers 304 when the ETag set here matches If-None-Match.
       if (Object.keys(query).length === 0) {
         const listing = await fullListing.get();
-        reply.header('etag', listing.exact ? `"v${listing.version}"` : `W/"v${listing.version}"`);
-        if (count) await countHeaders(reply, store, {});
+        reply.header('etag', versionEtag(listing, !listing.exact));
+        // The kept copy's own count: of the very version its strong tag names.
+        if (count && listing.count !== undefined) countHeader(reply, listing.count);
+        else if (count) await countHeaders(reply, store, {});
         return reply.type(JSON_TYPE).send(listing.body);
       }
       const fields = selectedFields(query.fields);
@@ -60,7 +63,7 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
       if (count) await countHeaders(reply, store, filter);
       if (query.limit === undefined) {
         // Every match, however many: streamed page by page, never built whole in memory.
-        reply.header('etag', streamedEtag(await store.version(), request.url));
+        reply.header('etag', streamedEtag(await store.position(), request.url));
         const body = Readable.from(listingBytes(store, filter, order, fields), { highWaterMark: 1 });
         return reply.type(JSON_TYPE).send(body);
       }
@@ -75,7 +78,11 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
             : { cursor: encodeCursor(sortText, order.sort, last) };
         reply.header('link', `<${nextPage(query, next)}>; rel="next"`);
       }
-      return sendUsers(reply, users, fields);
+      // A hash of what the page answers: its body, and its Link and count, which change without it.
+      const body = envelopeJson(users, fields);
+      const link = reply.getHeader('link') ?? '';
+      reply.header('etag', contentEtag(`${body}\n${String(link)}\n${String(reply.getHeader('x-total-count') ?? '')}`));
+      return reply.type(JSON_TYPE).send(body);
     },
   );
 
@@ -143,6 +150,9 @@ function nextPage(query: ListQuery, position: { after: string } | { cursor: stri
 
 /** `X-Total-Count` for `Prefer: count=exact`: every record that matches, ignoring pages. */
 async function countHeaders(reply: FastifyReply, store: UserStore, filter: ListFilter): Promise<void> {
-  const total = await store.count({ ...filter, afterId: undefined });
+  countHeader(reply, await store.count({ ...filter, afterId: undefined }));
+}
+
+function countHeader(reply: FastifyReply, total: number): void {
   reply.header('x-total-count', String(total)).header('preference-applied', 'count=exact');
 }

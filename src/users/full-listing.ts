@@ -52,9 +52,13 @@ function floorIndex(values: number[], id: number): number {
 export interface Listing {
   /** The store's change version the body shows (or, when not `exact`, started from). */
   version: number;
+  /** The history that version counts in (a restore begins a new one, and may set the version back). */
+  history: string;
   body: Buffer | Readable;
   /** The kept copy, exactly that version; a listing streamed from the database may show later writes too. */
   exact: boolean;
+  /** How many records the kept copy holds (exact only): its count, of the very version it shows. */
+  count?: number;
 }
 
 /**
@@ -105,10 +109,12 @@ export class FullListing {
     }
     // The chunks hold a whole state at least as new as the one the database just reported.
     if (this.#version >= position.version && position.history === this.#history) {
-      return { version: this.#version, body: this.#keptBody(), exact: true };
+      const body = this.#keptBody();
+      return { version: this.#version, history: this.#history, body, exact: true, count: this.#count() };
     }
     const { version, history } = position;
-    return { version, body: Readable.from(this.#stream(version, history), { highWaterMark: 1 }), exact: false };
+    const body = Readable.from(this.#stream(version, history), { highWaterMark: 1 });
+    return { version, history, body, exact: false };
   }
 
   #apply(commit: Commit): void {
@@ -157,6 +163,12 @@ export class FullListing {
       this.#bytes += rebuilt.bytes.length;
     }
     return true;
+  }
+
+  #count(): number {
+    let count = this.#tail.ids.length;
+    for (const chunk of this.#chunks) count += chunk.ids.length;
+    return count;
   }
 
   #lastId(): number {

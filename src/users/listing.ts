@@ -80,11 +80,21 @@ export async function* listingBytes(
 }
 
 /**
- * The ETag of a streamed listing: weak, since pages are read one after another and a write between
- * them may show in the body; the change version it started from and the query it answers. A
- * revalidation after any write fetches it again.
+ * The ETag of a listing by the change version it shows, `"v<version>.<history>"`: a version names
+ * one state of the records only within its history, and a restore, which may set the version back,
+ * begins a new one.
  */
-export function streamedEtag(version: number, url: string): string {
+export function versionEtag(position: { version: number; history: string }, weak: boolean): string {
+  return `${weak ? 'W/' : ''}"v${position.version}.${position.history}"`;
+}
+
+/**
+ * The ETag of a streamed listing: weak, since pages are read one after another and a write between
+ * them may show in the body; the change version it started from (in its history) and the query it
+ * answers. A revalidation after any write fetches it again.
+ */
+export function streamedEtag(position: { version: number; history: string }, url: string): string {
   const query = url.slice(url.indexOf('?') + 1);
-  return `W/"v${version}-${createHash('sha1').update(query).digest('base64url').slice(0, 12)}"`;
+  const tag = versionEtag(position, true);
+  return `${tag.slice(0, -1)}-${createHash('sha1').update(query).digest('base64url').slice(0, 12)}"`;
 }

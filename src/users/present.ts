@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import { parseEntityTags } from '../http/conditional.ts';
+import { fingerprint } from '../store/fingerprint.ts';
 import type { Precondition, User } from '../store/store.ts';
 import { ALL_FIELDS, type FieldName } from './schemas.ts';
 
@@ -58,25 +59,29 @@ export function sendUsers(reply: FastifyReply, users: readonly User[], fields: r
 
 export const JSON_TYPE = 'application/json; charset=utf-8';
 
-/** A record's strong ETag: it changes with every write to the record, whatever `fields` shows. */
+/**
+ * A record's strong ETag, `"<id>-<version>.<fingerprint>"`: the fingerprint names its content (all
+ * it stores), so a tag never names two contents, even after a restore has set the version back; it
+ * changes with every write to the record, whatever `fields` shows.
+ */
 export function userEtag(user: User): string {
-  return `"${user.id}-${user.version}"`;
+  return `"${user.id}-${user.version}.${fingerprint(user)}"`;
 }
 
-const RECORD_ETAG = /^"([1-9][0-9]*)-([1-9][0-9]*)"$/;
+const RECORD_ETAG = /^"([1-9][0-9]*)-[1-9][0-9]*\.([A-Za-z0-9_-]{16})"$/;
 
 /**
  * What an If-Match header requires of record `id`, as data for the store: `*` takes any stored
- * version; otherwise the versions named by this record's strong ETags (a weak tag, or another
+ * version; otherwise the contents named by this record's strong ETags (a weak tag, or another
  * record's, never matches).
  */
 export function preconditionOf(ifMatch: string, id: number): Precondition {
   const tags = parseEntityTags(ifMatch);
   if (tags === '*') return { anyVersion: true };
-  const versions: number[] = [];
+  const fingerprints: string[] = [];
   for (const tag of tags) {
     const match = RECORD_ETAG.exec(tag.opaque);
-    if (!tag.weak && match !== null && match[1] === String(id)) versions.push(Number(match[2]));
+    if (!tag.weak && match !== null && match[1] === String(id)) fingerprints.push(match[2] as string);
   }
-  return { versions };
+  return { fingerprints };
 }
