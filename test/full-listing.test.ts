@@ -54,6 +54,8 @@ for (const backend of BACKENDS) {
         await store.remove(ben.id);
         const current = await listing.get();
         assert.equal(current.version, await store.version());
+        assert.equal(current.history, (await store.position()).history);
+        assert.equal(current.count, 2, 'the kept copy counts its own records');
         assert.deepEqual(await read(current), { text: await expected(store), cached: true });
       } finally {
         await store.close();
