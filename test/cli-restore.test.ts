@@ -2,7 +2,15 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { createWriteStream, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  createWriteStream,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
@@ -40,6 +48,27 @@ const contents = async (url: string) => {
   });
   assert.equal(result.code, 0, result.stderr);
   return result.stdout;
+};
+
+/** Resolves once process `pid` has `file` open (or has ended), read from /proc. */
+async function opened(pid: number, file: string): Promise<void> {
+  for (let i = 0; i < 3000; i++) {
+    try {
+      const fds = readdirSync(`/proc/${pid}/fd`);
+      if (fds.some((fd) => readlinkOr(`/proc/${pid}/fd/${fd}`) === file)) return;
+    } catch {
+      return;
+    }
+    await sleep(5);
+  }
+}
+
+const readlinkOr = (path: string) => {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return '';
+  }
 };
 
 const ndjson = (count: number, name: string) =>
@@ -153,10 +182,10 @@ for (const backend of available) {
         }
       }
 
-      // A file cut to half its length at several moments of its restore: whatever the moment, the
-      // restore stores every record or none.
+      // A file cut to half its length at several moments after the restore opened it: whatever the
+      // moment, the restore stores every record or none.
       const outcomes: string[] = [];
-      for (const [i, delay] of [0, 200, 800].entries()) {
+      for (const [i, delay] of [0, 50, 400].entries()) {
         const again = await withOldRecords();
         const file = join(folder.dir, `cut-${i}.backup`);
         writeFileSync(file, backup);
@@ -167,7 +196,7 @@ for (const backend of available) {
         let stderr = '';
         child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
         const closed = once(child, 'close') as Promise<[number | null]>;
-        await Promise.race([sleep(delay), closed]);
+        await Promise.race([opened(child.pid as number, file).then(() => sleep(delay)), closed]);
         truncateSync(file, Math.floor(backup.length / 2));
         const [code] = await closed;
         const now = await contents(again.url);
