@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
 import { type Config, ConfigError, loadConfig } from './config/load.ts';
 import { VERSION } from './config/version.ts';
-import { backupCommand, restoreCommand } from './cli/backup.ts';
+import { backupCommand } from './cli/backup.ts';
+import { restoreCommand } from './cli/restore.ts';
 import { type Command, COMMANDS, commandHelp, DEFAULT_MAX_ERRORS, mainHelp, settingOptions } from './cli/commands.ts';
 import { exportCommand } from './cli/export.ts';
 import { importCommand } from './cli/import.ts';

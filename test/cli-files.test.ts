@@ -5,8 +5,10 @@ import { once } from 'node:events';
 import { lstatSync, openSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { MAX_LINE } from '../src/cli/lines.ts';
 import { BACKENDS } from './helpers/backends.ts';
 import { BIN, runCli } from './helpers/cli.ts';
+import { LONG } from './helpers/scale.ts';
 import { startServer, tempDir } from './helpers/server.ts';
 
 // Found by an outside run against the command line: each of these lost data, crashed or hung.
@@ -84,15 +86,93 @@ describe('files the command line is given that are not what they seem', () => {
     assert.equal(await count(db), 2, 'a good row was stored though the import failed');
   });
 
-  it('refuses a record longer than 1 MiB, and a header of many columns, at once and in one line', async () => {
-    const db = join(folder.dir, 'limits.db');
-    const long = await runCli(['import', '-', '--format', 'csv'], {
-      env: { DATABASE_URL: db },
-      input: `name,age,city\n${'A'.repeat(3 << 20)}`,
-      timeoutMs: 30_000,
+  // One cap for every format and for restore: a line (a record, for CSV and JSON) of more than
+  // MAX_LINE is refused as soon as that much of it has come. Standard input stays open after it,
+  // so a reader that waited for the line's end would never answer.
+  const header = JSON.stringify({
+    format: 'user-records-backup',
+    formatVersion: 1,
+    changeVersion: 0,
+    lastId: 0,
+    takenAt: '2026-11-23T00:00:00.000Z',
+  });
+  const long = [
+    { name: 'CSV', args: ['import', '-', '--format', 'csv'], before: 'name,age,city\n', line: 2, what: 'a record' },
+    {
+      name: 'NDJSON',
+      args: ['import', '-', '--format', 'ndjson'],
+      before: '{"name":"Ada","age":1,"city":"X"}\n',
+      line: 2,
+      what: 'a line',
+    },
+    {
+      name: 'a JSON array',
+      args: ['import', '-', '--format', 'json'],
+      before: '[{"name":"Ada","age":1,"city":"X"},\n{"name":"',
+      line: 2,
+      what: 'a record',
+    },
+    {
+      name: 'a JSON object',
+      args: ['import', '-', '--format', 'json'],
+      before: '{',
+      line: 1,
+      what: 'the text before "data"',
+    },
+    { name: 'a backup', args: ['restore', '-'], before: `${header}\n`, line: 2, what: 'a line' },
+  ];
+  for (const { name, args, before, line, what } of long) {
+    it(`refuses a line over ${MAX_LINE} characters in ${name} at once, naming it, with nothing stored`, async () => {
+      const db = join(folder.dir, `long-${name.replaceAll(' ', '-')}.db`);
+      const result = await runCli(args, {
+        env: { DATABASE_URL: db },
+        input: `${before}${'A'.repeat(MAX_LINE + 1)}`,
+        keepStdinOpen: true,
+        timeoutMs: 30_000,
+      });
+      assert.equal(result.code, 1, result.stderr);
+      assert.match(
+        result.stderr,
+        new RegExp(`line ${line}: ${what} is longer than 1 MiB.*nothing was (stored|restored)\n$`),
+      );
+      assert.equal(await count(db), 0);
     });
-    assert.equal(long.code, 1);
-    assert.match(long.stderr, /line 2: .*longer than 1 MiB.*nothing was stored/);
+  }
+
+  it('reads a line of exactly the cap as a row, refused by the rules of a record', async () => {
+    const padding = MAX_LINE - '{"name":"","age":1,"city":"X"}'.length;
+    const result = await runCli(['import', '-', '--format', 'ndjson', '--max-errors', '1'], {
+      env: { DATABASE_URL: join(folder.dir, 'at-the-cap.db') },
+      input: `{"name":"${'A'.repeat(padding)}","age":1,"city":"X"}\n`,
+    });
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stderr, /line 1: name /);
+  });
+
+  it(
+    'refuses a 60 MB line in every format within 256 MB of memory',
+    { skip: !LONG && 'long form: SUITE_SCALE=long' },
+    async (t) => {
+      for (const { name, args, before } of long) {
+        const file = join(folder.dir, `60mb-${name.replaceAll(' ', '-')}`);
+        writeFileSync(file, `${before}${'A'.repeat(60_000_000)}`);
+        const measured = spawnSync(
+          '/usr/bin/time',
+          ['-f', 'peak %M KiB, %e s', process.execPath, BIN, ...args.slice(0, 1), file, ...args.slice(2)],
+          { env: { ...process.env, DATABASE_URL: join(folder.dir, '60mb.db') }, encoding: 'utf8', timeout: 120_000 },
+        );
+        assert.equal(measured.status, 1, measured.stderr);
+        assert.match(measured.stderr, /is longer than 1 MiB/);
+        const figures = /peak (\d+) KiB, ([\d.]+) s/.exec(measured.stderr);
+        assert.ok(figures !== null, measured.stderr);
+        t.diagnostic(`${name}: a 60 MB line refused, ${figures[0]}`);
+        assert.ok(Number(figures[1]) < 256 * 1024, `${name}: ${figures[0]}`);
+      }
+    },
+  );
+
+  it('refuses a header of many columns at once and in one line', async () => {
+    const db = join(folder.dir, 'limits.db');
     const wide = await runCli(['import', '-', '--format', 'csv'], {
       env: { DATABASE_URL: db },
       input: `${Array.from({ length: 100_000 }, (_, i) => `c${i}`).join(',')}\n`,
@@ -148,42 +228,64 @@ describe('restore refuses a backup the service could not have made', () => {
   };
   const good = [1, 'Ada', 36, 'London', 1000, 2000, 2];
   const cases: Array<[string, unknown[][], Record<string, unknown>?, RegExp?]> = [
-    ['id 0', [[0, 'Ada', 36, 'London', 1000, 1000, 1]]],
-    ['an id of 16 digits', [[1e15, 'Ada', 36, 'London', 1000, 1000, 1]], { lastId: 1e15 }, /line 1|id/],
-    ['an id beyond lastId', [good], { lastId: 0 }, /beyond the last id/],
+    ['id 0', [[0, 'Ada', 36, 'London', 1000, 1000, 1]], {}, /line 2: id 0 is not a whole number from 1/],
+    ['an id of 16 digits', [[1e15, 'Ada', 36, 'London', 1000, 1000, 1]], { lastId: 1e15 }, /line 1: lastId/],
+    // The API's last id: a new record after it would have 16 digits, which its id ranges do not take.
+    [
+      'the last id the API takes',
+      [[999_999_999_999_999, 'Ada', 36, 'London', 1000, 1000, 1]],
+      { lastId: 999_999_999_999_999 },
+      /line 1: lastId 999999999999999 is not a whole number from 0 to 999998999999999 \(the service's ids end at 999999999999999, and a restore leaves room for 1000000000 more\)/,
+    ],
+    ['an id beyond lastId', [good], { lastId: 0 }, /line 2: id 1 is beyond the header's lastId 0/],
     ['a name with NUL', [[1, 'A\u0000da', 36, 'London', 1000, 1000, 1]]],
+    ['a name with spaces around it', [[1, ' Ada', 36, 'London', 1000, 1000, 1]], {}, /line 2: name or city/],
     ['an age of 151', [[1, 'Ada', 151, 'London', 1000, 1000, 1]]],
-    ['version 0', [[1, 'Ada', 36, 'London', 1000, 1000, 0]]],
-    ['an update before the creation', [[1, 'Ada', 36, 'London', 2000, 1000, 1]]],
-    ['a negative change version', [good], { changeVersion: -5 }, /line 1/],
-    ['a time past the year 9999', [[1, 'Ada', 36, 'London', 9e15, 9e15, 1]]],
-    ['a version beyond 32 bits', [[1, 'Ada', 36, 'London', 1000, 1000, 3e9]]],
-    ['the same id twice', [good, good], {}, /record 1 comes after record 1/],
+    ['an age as text', [[1, 'Ada', '36', 'London', 1000, 1000, 1]], {}, /line 2: name and city must be text/],
+    ['version 0', [[1, 'Ada', 36, 'London', 1000, 1000, 0]], {}, /line 2: version 0/],
+    // PostgreSQL's last version: a change after it answered 500.
+    [
+      'the last version PostgreSQL holds',
+      [[1, 'Ada', 36, 'London', 1000, 1000, 2_147_483_647]],
+      {},
+      /line 2: version 2147483647 is not a whole number from 1 to 1147483647/,
+    ],
+    ['a negative change version', [good], { changeVersion: -5 }, /line 1: changeVersion -5/],
+    ['the last event id the API takes', [good], { changeVersion: 999_999_999_999_999 }, /line 1: changeVersion/],
+    ['a header with a field no backup has', [good], { extra: 1 }, /line 1: the header has a field "extra"/],
+    ['a takenAt that is not a time', [good], { takenAt: 'yesterday' }, /line 1: takenAt "yesterday"/],
+    ['a time past the year 9999', [[1, 'Ada', 36, 'London', 9e15, 9e15, 1]], {}, /line 2: createdAt 9000000000000000/],
+    ['a time before 1970', [[1, 'Ada', 36, 'London', -1, 1000, 1]], {}, /line 2: createdAt -1/],
+    ['a version beyond 32 bits', [[1, 'Ada', 36, 'London', 1000, 1000, 3e9]], {}, /line 2: version 3000000000/],
+    ['the same id twice', [good, good], {}, /line 3: id 1 comes after id 1/],
   ];
   for (const [name, records, header, reason] of cases) {
-    it(`refuses ${name}, naming the line, and stores nothing`, async () => {
+    it(`refuses ${name}, naming the line and field, and stores nothing`, async () => {
       const db = join(folder.dir, `${name.replaceAll(' ', '-')}.db`);
       const result = await runCli(['restore', forge(name.replaceAll(' ', '-'), records, header)], {
         env: { DATABASE_URL: db },
       });
       assert.equal(result.code, 1, result.stderr);
-      assert.match(result.stderr, reason ?? /line 2: record /);
+      assert.match(result.stderr, reason ?? /line 2: /);
+      assert.match(result.stderr, /nothing was restored\n$/);
       const listed = await runCli(['export', '--format', 'ndjson'], { env: { DATABASE_URL: db } });
       assert.equal(listed.stdout, '');
     });
   }
-  it('refuses an idempotency key the service would not take, and one given twice', async () => {
-    const key = (k: string) => ['k', k, 'a'.repeat(64), 1, 1000];
+  it('refuses an idempotency key the service would not take, given twice, or for an id not yet given', async () => {
+    const key = (k: string, userId = 1) => ['k', k, 'a'.repeat(64), userId, 1000];
     for (const [name, keys, reason] of [
-      ['nul-key', [key('a\u0000b')], /line 3 is not a record or key line/],
-      ['twice-key', [key('k1'), key('k1')], /"k1" is there twice/],
+      ['nul-key', [key('a\u0000b')], /line 3: key "a\\u0000b" is not an Idempotency-Key/],
+      ['twice-key', [key('k1'), key('k1')], /line 4: key "k1" is there twice/],
+      ['ahead-key', [key('k1', 10)], /line 3: userId 10 is not a whole number from 1 to 9/],
+      ['short-fingerprint', [['k', 'k1', 'abc', 1, 1000]], /line 3: fingerprint is not a SHA-256/],
     ] as const) {
       const head = JSON.stringify({
         format: 'user-records-backup',
         formatVersion: 1,
         changeVersion: 3,
         lastId: 9,
-        takenAt: 'x',
+        takenAt: '2026-11-23T00:00:00.000Z',
       });
       const lines = [head, JSON.stringify(['r', ...good]), ...keys.map((k) => JSON.stringify(k))];
       const body = lines.map((line) => `${line}\n`).join('');
@@ -196,8 +298,10 @@ describe('restore refuses a backup the service could not have made', () => {
     }
   });
 
-  it('restores the same backup made well (so the refusals above are of the faults alone)', async () => {
-    const result = await runCli(['restore', forge('good', [good])], {
+  // An update time before the creation time is what a service whose clock is behind the backup's
+  // makes of a restored record at its next change: its own backup of it must restore.
+  it('restores the same backup made well, an update before the creation too (so the refusals above are of the faults alone)', async () => {
+    const result = await runCli(['restore', forge('good', [good, [2, 'Ben', 41, 'Leeds', 2000, 1000, 1]])], {
       env: { DATABASE_URL: join(folder.dir, 'good.db') },
     });
     assert.equal(result.code, 0, result.stderr);

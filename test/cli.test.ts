@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
@@ -598,8 +598,8 @@ for (const from of available) {
   }
 }
 
-describe('restore refuses a damaged backup, before touching the database', () => {
-  it('names the checksum', async () => {
+describe('restore refuses a damaged backup, and stores nothing of it', () => {
+  it('names the checksum; a file that is not a backup at all is refused before the database is opened', async () => {
     const files = tempDir();
     try {
       const db = join(files.dir, 'a.db');
@@ -613,12 +613,17 @@ describe('restore refuses a damaged backup, before touching the database', () =>
       const target = join(files.dir, 'c.db');
       const result = await runCli(['restore', file], { env: { DATABASE_URL: target } });
       assert.equal(result.code, 1);
-      assert.match(result.stderr, /is damaged: its checksum does not match its content/);
-      assert.equal(existsSync(target), false, 'the database was not even opened');
-      assert.deepEqual(
-        readdirSync(files.dir).sort(),
-        ['a.db', 'a.db-shm', 'a.db-wal', 'b.backup'].filter((name) => existsSync(join(files.dir, name))).sort(),
-      );
+      assert.match(result.stderr, /is damaged: its checksum does not match its content; nothing was restored/);
+      const listed = await runCli(['export', '--format', 'ndjson'], { env: { DATABASE_URL: target } });
+      assert.deepEqual([listed.code, listed.stdout], [0, '']);
+
+      const csv = join(files.dir, 'people.csv');
+      writeFileSync(csv, 'name,age,city\nAda,36,London\n');
+      const other = join(files.dir, 'd.db');
+      const notBackup = await runCli(['restore', csv], { env: { DATABASE_URL: other } });
+      assert.equal(notBackup.code, 1);
+      assert.match(notBackup.stderr, /people\.csv line 1: is not JSON/);
+      assert.equal(existsSync(other), false, 'the database was opened');
     } finally {
       files.cleanup();
     }

@@ -132,12 +132,15 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: 'restore',
-    args: 'FILE',
-    summary: 'put a backup back: checks its checksum, then restores it whole or not at all',
+    args: 'FILE|-',
+    summary: 'put a backup back (- for standard input), whole or not at all',
     details: [
-      'Stop the service first (or restart it after): it keeps a copy of the listing it has read.',
-      'GET /users then answers the same bytes as at the moment of the backup, under a new ETag (a restore',
-      'begins a new history, so no ETag read before it can name other content).',
+      'The backup is read once, each line checked as it comes (fields within the ranges the service',
+      'works with, lines at most 1 MiB), in one transaction that commits only when its last line',
+      'matches the counts and checksum of all it read: a file cut short or changed leaves the database',
+      'as it was. Stop the service first (or restart it after): it keeps a copy of the listing it has',
+      'read. GET /users then answers the same bytes as at the moment of the backup, under a new ETag',
+      '(a restore begins a new history, so no ETag read before it can name other content).',
     ],
     options: [
       {

@@ -4,6 +4,8 @@
  * characters, no object per field: reading a large file is dominated by the database, not by this.
  */
 
+import { LineTooLong, MAX_LINE } from './lines.ts';
+
 /** A record as read: its fields and the line it starts on. */
 export interface CsvRecord {
   fields: string[];
@@ -19,13 +21,6 @@ export class CsvSyntaxError extends Error {
     this.line = line;
   }
 }
-
-/**
- * The longest record read: a record's three fields are at most 200 characters each, so a longer one
- * is not a file of records (a missing line break, a binary file) and is refused at once, before the
- * memory and time to hold it grow.
- */
-export const MAX_RECORD_CHARS = 1 << 20;
 
 const COMMA = 44;
 const QUOTE = 34;
@@ -45,9 +40,7 @@ export async function* csvRecords(text: AsyncIterable<string>): AsyncGenerator<C
     const read = scan(carry === '' ? chunk : carry + chunk, line, false);
     carry = read.rest;
     line = read.line;
-    if (carry.length > MAX_RECORD_CHARS) {
-      throw new CsvSyntaxError(line, 'a record is longer than 1 MiB (a line break missing, or not a CSV file)');
-    }
+    if (carry.length > MAX_LINE) throw new LineTooLong(line, 'a record');
     if (read.records.length > 0) yield read.records;
   }
   const read = scan(carry, line, true);

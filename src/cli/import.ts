@@ -4,6 +4,7 @@ import type { Config } from '../config/load.ts';
 import { openBulkStore } from '../store/bulk.ts';
 import type { UserInput } from '../store/store.ts';
 import { checkRecord } from '../users/record-check.ts';
+import { LineTooLong } from './lines.ts';
 import { CommandFailed, openOutput, say, UsageError } from './output.ts';
 import { holdSignals, releaseSignals } from './signals.ts';
 import { Progress } from './progress.ts';
@@ -189,7 +190,7 @@ export async function importCommand(config: Config, options: ImportOptions): Pro
     await sending.catch(() => undefined);
     if (!committed) await importer.abort().catch(() => undefined);
     rejectsOutput?.discard();
-    if (error instanceof FileFault)
+    if (error instanceof FileFault || error instanceof LineTooLong)
       throw new CommandFailed(`${name} line ${error.line}: ${error.message}; nothing was stored`);
     throw error;
   } finally {

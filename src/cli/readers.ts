@@ -1,5 +1,6 @@
 import type { Writable } from 'node:stream';
 import { csvLine, CsvSyntaxError, csvRecords } from './csv-records.ts';
+import { LineTooLong, MAX_LINE } from './lines.ts';
 
 /** The formats a file of records may be in. */
 export const FORMATS = ['csv', 'json', 'ndjson'] as const;
@@ -103,7 +104,7 @@ function jsonRow(line: number, value: unknown, raw: string): Row {
   return { line, fields: value, raw };
 }
 
-/** NDJSON: one JSON object a line; blank lines skipped. A batch of rows per chunk. */
+/** NDJSON: one JSON object a line; blank lines skipped. A batch of rows per chunk; a line over MAX_LINE is refused. */
 export async function* ndjsonRows(text: AsyncIterable<string>): AsyncGenerator<Row[]> {
   let carry = '';
   let line = 0;
@@ -118,13 +119,22 @@ export async function* ndjsonRows(text: AsyncIterable<string>): AsyncGenerator<R
     }
   };
   for await (const chunk of text) {
-    const parts = (carry + chunk).split('\n');
+    // Only the new chunk is searched for line breaks: a long line is not scanned again and again.
+    const lf = chunk.indexOf('\n');
+    if (lf === -1) {
+      carry += chunk;
+      if (carry.length > MAX_LINE) throw new LineTooLong(line + 1);
+      continue;
+    }
+    const parts = [carry + chunk.slice(0, lf), ...chunk.slice(lf + 1).split('\n')];
     carry = parts.pop() ?? '';
     const rows: Row[] = [];
     for (const part of parts) {
+      if (part.length > MAX_LINE) throw new LineTooLong(line + 1);
       const next = row(part);
       if (next !== undefined) rows.push(next);
     }
+    if (carry.length > MAX_LINE) throw new LineTooLong(line + 1);
     if (rows.length > 0) yield rows;
   }
   const last = row(carry);
@@ -134,7 +144,7 @@ export async function* ndjsonRows(text: AsyncIterable<string>): AsyncGenerator<R
 /**
  * JSON: `{"data":[...]}` as `GET /users` answers, or a bare array, read element by element (never
  * the whole file at once). Each element is parsed alone; the structure around them must be sound.
- * A batch of rows per chunk.
+ * A batch of rows per chunk; an element over MAX_LINE is refused (the file may be a single line).
  */
 export async function* jsonRows(text: AsyncIterable<string>): AsyncGenerator<Row[]> {
   let state: 'before' | 'envelope' | 'between' | 'element' | 'after' | 'done' = 'before';
@@ -177,6 +187,7 @@ export async function* jsonRows(text: AsyncIterable<string>): AsyncGenerator<Row
         else if ((c === '}' || c === ']') && depth > 0) depth--;
         else if (depth === 0 && (c === ',' || c === ']')) {
           element += chunk.slice(start, i);
+          if (element.length > MAX_LINE) throw new LineTooLong(elementLine, 'a record');
           rows.push(finish());
           if (c === ',') expectComma = false;
           else state = 'after';
@@ -225,7 +236,11 @@ export async function* jsonRows(text: AsyncIterable<string>): AsyncGenerator<Row
           throw new FileFault(line, `has ${JSON.stringify(c)} after the end of the JSON`);
       }
     }
-    if (state === 'element') element += chunk.slice(start);
+    if (state === 'element') {
+      element += chunk.slice(start);
+      if (element.length > MAX_LINE) throw new LineTooLong(elementLine, 'a record');
+    }
+    if (envelope.length > MAX_LINE) throw new LineTooLong(line, 'the text before "data"');
     if (rows.length > 0) yield rows;
   }
   const end: string = state;

@@ -20,6 +20,9 @@ export interface StoredRecord {
   version: number;
 }
 
+/** The largest record version both stores hold (PostgreSQL's users.version is an INTEGER). */
+export const MAX_RECORD_VERSION = 2_147_483_647;
+
 /** A remembered Idempotency-Key; `createdAt` in ms since the epoch. */
 export interface StoredKey {
   key: string;

@@ -69,6 +69,9 @@ function cap(rule: string): string {
 
 const Name = text('name', 'Alice');
 const City = text('city', 'Paris');
+/** The largest id, and event id (change version), the API's parameters take: 15 digits. */
+export const MAX_ID = 999_999_999_999_999;
+
 /** How the document shows a number that is checked as text: an integer, to a client. */
 const integer = (minimum: number, maximum: number) => ({
   'x-document-as': { type: 'integer', minimum, maximum },
@@ -95,7 +98,7 @@ const After = Type.String({
   pattern: '^0*[0-9]{1,15}$',
   description: `${cap(RULES.after)}: only records created after it are returned.`,
   examples: ['0'],
-  ...integer(0, 999_999_999_999_999),
+  ...integer(0, MAX_ID),
 });
 
 /** A record as the API shows it: `name`, `age`, `city` by default, more with `fields`. */
@@ -144,7 +147,7 @@ const IdBound = Type.String({
   pattern: '^0*[0-9]{1,15}$',
   description: `${cap(RULES.id)}.`,
   examples: ['100'],
-  ...integer(0, 999_999_999_999_999),
+  ...integer(0, MAX_ID),
 });
 const AgeBound = Type.String({
   pattern: AGE_PATTERN,
@@ -283,7 +286,7 @@ export const EventsQuery = Type.Object(
         pattern: EVENT_ID_PATTERN,
         description: `${cap(RULES.eventId)}: the stream starts with the changes after it. \`Last-Event-ID\` wins over it. Without either, only changes from now on.`,
         examples: ['0'],
-        ...integer(0, 999_999_999_999_999),
+        ...integer(0, MAX_ID),
       }),
     ),
   },

@@ -32,8 +32,8 @@ const TEST_DEFAULTS: Readonly<Record<string, string>> = {
 
 /**
  * The whole service built in this process, as the server builds it (buildApp with the settings the
- * environment variables name), listening on 127.0.0.1. Without a backend it runs on a fresh in-memory
- * SQLite database; with one, on a fresh database of that backend opened as the server opens it
+ * environment variables name), listening on 127.0.0.1. Without a backend it runs on the database
+ * `env` names in DATABASE_URL, else on a fresh in-memory SQLite database; with one, on a fresh database of that backend opened as the server opens it
  * (openStore: an SQLite file, or a PostgreSQL schema of its own), dropped again by `close`. For suites
  * that check HTTP semantics: `app.inject` for most requests, `url` where bytes on a socket matter.
  */
@@ -44,7 +44,10 @@ export async function startApp(env: AppEnv = {}, backend?: Backend): Promise<InP
   const config = loadConfig(settings, []);
   let store: UserStore;
   try {
-    store = database === undefined ? await openSqliteStore(':memory:') : await openStore(config, { check: true });
+    store =
+      settings.DATABASE_URL === undefined
+        ? await openSqliteStore(':memory:')
+        : await openStore(config, { check: true });
   } catch (error) {
     await database?.drop();
     throw error;

@@ -17,8 +17,9 @@ export interface CliResult {
 
 /**
  * Runs `user-records ARGS` as its own process (cwd: `cwd`, the repository by default) with `env`
- * added, optionally feeding `input` on standard input. A run still going after `timeoutMs` is
- * killed, and its code is `timeout`.
+ * added, optionally feeding `input` on standard input (left open after it with `keepStdinOpen`:
+ * the command must end by itself). A run still going after `timeoutMs` is killed, and its code is
+ * `timeout`.
  */
 export function runCli(
   args: readonly string[],
@@ -27,6 +28,7 @@ export function runCli(
     input?: string | Buffer;
     cwd?: string;
     timeoutMs?: number;
+    keepStdinOpen?: boolean;
     onStart?: (child: ChildProcess) => void;
   } = {},
 ): Promise<CliResult> {
@@ -41,7 +43,10 @@ export function runCli(
   child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
   child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
   child.stdin.on('error', () => undefined);
-  child.stdin.end(options.input);
+  if (options.keepStdinOpen === true) {
+    if (options.input !== undefined) child.stdin.write(options.input);
+    child.once('close', () => child.stdin.destroy());
+  } else child.stdin.end(options.input);
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');

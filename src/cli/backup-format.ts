@@ -1,0 +1,179 @@
+import { MAX_RECORD_VERSION, type StoredKey, type StoredRecord } from '../store/bulk.ts';
+import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE } from '../users/idempotency.ts';
+import { checkRecord } from '../users/record-check.ts';
+import { MAX_ID } from '../users/schemas.ts';
+
+/**
+ * The backup format, the same for both stores: lines of JSON. First a header; then one line per
+ * record, `["r",id,name,age,city,createdAt,updatedAt,version]` (times in ms since the epoch), and one
+ * per remembered Idempotency-Key, `["k",key,fingerprint,userId,createdAt]`; last,
+ * `{"end":{"records":N,"keys":M,"sha256":"..."}}`, the SHA-256 of every byte before that line.
+ */
+export const FORMAT = 'user-records-backup';
+export const FORMAT_VERSION = 1;
+
+export interface Header {
+  format: string;
+  formatVersion: number;
+  changeVersion: number;
+  lastId: number;
+  takenAt: string;
+}
+
+export interface End {
+  records: number;
+  keys: number;
+  sha256: string;
+}
+
+/**
+ * A restore leaves the service room for this many more records, changes, and changes of each
+ * record before an id or an event id passes the 15 digits the API takes, or a version the 32 bits
+ * PostgreSQL keeps: a backup nearer those ends was not made by a service in use (it would need a
+ * billion writes after it) and would leave one that cannot go on.
+ */
+export const ROOM = 1_000_000_000;
+const roomNote = (end: number, what: string) =>
+  `the service's ${what} end at ${end}, and a restore leaves room for ${ROOM} more`;
+
+/** The last moment either store can hold and the API can name (9999-12-31, in ms since the epoch). */
+const LAST_TIME = 253_402_300_799_999;
+
+interface Range {
+  min: number;
+  max: number;
+  /** Why the range ends there, for the message. */
+  note: string;
+}
+
+/** The whole numbers each field may be, from the service's own ranges. */
+export const RANGES: Readonly<Record<'id' | 'lastId' | 'changeVersion' | 'version' | 'time', Range>> = {
+  id: { min: 1, max: MAX_ID - ROOM, note: roomNote(MAX_ID, 'ids') },
+  lastId: { min: 0, max: MAX_ID - ROOM, note: roomNote(MAX_ID, 'ids') },
+  changeVersion: { min: 0, max: MAX_ID - ROOM, note: roomNote(MAX_ID, 'event ids (change versions)') },
+  version: { min: 1, max: MAX_RECORD_VERSION - ROOM, note: roomNote(MAX_RECORD_VERSION, 'record versions') },
+  time: { min: 0, max: LAST_TIME, note: 'ms since 1970-01-01, before the year 10000' },
+};
+
+/** A line that is not what a backup holds there: the message names the field and the reason. */
+export class LineFault extends Error {
+  readonly line: number;
+
+  constructor(line: number, message: string) {
+    super(message);
+    this.line = line;
+  }
+}
+
+const KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN);
+const HEX_256 = /^[0-9a-f]{64}$/;
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+function wholeNumber(line: number, field: string, value: unknown, range: Range): number {
+  if (Number.isSafeInteger(value) && (value as number) >= range.min && (value as number) <= range.max) {
+    return value as number;
+  }
+  throw new LineFault(
+    line,
+    `${field} ${JSON.stringify(value) ?? 'missing'} is not a whole number from ${range.min} to ${range.max} (${range.note})`,
+  );
+}
+
+/** Refuses an object with other keys than `keys`, naming the first. */
+function onlyKeys(line: number, value: object, keys: readonly string[], what: string): void {
+  const other = Object.keys(value).find((key) => !keys.includes(key));
+  if (other !== undefined) throw new LineFault(line, `${what} has a field ${JSON.stringify(other)} no backup has`);
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The header (line 1), every field checked. */
+export function readHeader(value: unknown): Header {
+  if (!isObject(value) || value.format !== FORMAT)
+    throw new LineFault(1, 'is not the header of a backup of this service');
+  if (value.formatVersion !== FORMAT_VERSION) {
+    throw new LineFault(
+      1,
+      `formatVersion ${JSON.stringify(value.formatVersion)}: this version of the service reads backups of format ${FORMAT_VERSION}`,
+    );
+  }
+  onlyKeys(1, value, ['format', 'formatVersion', 'changeVersion', 'lastId', 'takenAt'], 'the header');
+  const changeVersion = wholeNumber(1, 'changeVersion', value.changeVersion, RANGES.changeVersion);
+  const lastId = wholeNumber(1, 'lastId', value.lastId, RANGES.lastId);
+  const { takenAt } = value;
+  if (typeof takenAt !== 'string' || !ISO_TIME.test(takenAt) || Number.isNaN(Date.parse(takenAt))) {
+    throw new LineFault(1, `takenAt ${JSON.stringify(takenAt) ?? 'missing'} is not a time as a backup writes it`);
+  }
+  return { format: FORMAT, formatVersion: FORMAT_VERSION, changeVersion, lastId, takenAt };
+}
+
+const RECORD_FIELDS = ['id', 'name', 'age', 'city', 'createdAt', 'updatedAt', 'version'] as const;
+const KEY_FIELDS = ['key', 'fingerprint', 'userId', 'createdAt'] as const;
+
+/** A record or key line, every field checked against the service's ranges and the header's last id. */
+export function readBodyLine(
+  line: number,
+  value: unknown,
+  header: Header,
+): { record: StoredRecord } | { key: StoredKey } {
+  if (Array.isArray(value) && value[0] === 'r' && value.length === RECORD_FIELDS.length + 1) {
+    const [, id, name, age, city, createdAt, updatedAt, version] = value as unknown[];
+    const record: StoredRecord = {
+      id: wholeNumber(line, 'id', id, RANGES.id),
+      name: name as string,
+      age: age as number,
+      city: city as string,
+      createdAt: wholeNumber(line, 'createdAt', createdAt, RANGES.time),
+      updatedAt: wholeNumber(line, 'updatedAt', updatedAt, RANGES.time),
+      version: wholeNumber(line, 'version', version, RANGES.version),
+    };
+    if (record.id > header.lastId) {
+      throw new LineFault(line, `id ${record.id} is beyond the header's lastId ${header.lastId}`);
+    }
+    if (typeof name !== 'string' || typeof city !== 'string' || !Number.isSafeInteger(age)) {
+      throw new LineFault(line, 'name and city must be text, age a whole number');
+    }
+    const checked = checkRecord({ name, age, city });
+    if (!checked.ok) {
+      throw new LineFault(line, checked.errors.map((error) => `${error.parameter} ${error.detail}`).join('; '));
+    }
+    const { input } = checked;
+    if (input.name !== name || input.city !== city || input.age !== age) {
+      throw new LineFault(line, 'name or city is not as the service stores it (white space around it)');
+    }
+    return { record };
+  }
+  if (Array.isArray(value) && value[0] === 'k' && value.length === KEY_FIELDS.length + 1) {
+    const [, key, fingerprint, userId, createdAt] = value as unknown[];
+    if (typeof key !== 'string' || !KEY.test(key)) {
+      throw new LineFault(line, `key ${JSON.stringify(key)} is not an Idempotency-Key: ${IDEMPOTENCY_KEY_RULE}`);
+    }
+    if (typeof fingerprint !== 'string' || !HEX_256.test(fingerprint)) {
+      throw new LineFault(line, 'fingerprint is not a SHA-256 in lower-case hex');
+    }
+    const stored: StoredKey = {
+      key,
+      fingerprint,
+      userId: wholeNumber(line, 'userId', userId, { ...RANGES.id, max: header.lastId, note: "the header's lastId" }),
+      createdAt: wholeNumber(line, 'createdAt', createdAt, RANGES.time),
+    };
+    return { key: stored };
+  }
+  throw new LineFault(line, 'is not a record line ["r",...] or a key line ["k",...] of a backup');
+}
+
+/** The end line: the counts and the checksum of what came before it. */
+export function readEnd(line: number, value: unknown): End | undefined {
+  if (!isObject(value) || !isObject(value.end)) return undefined;
+  onlyKeys(line, value, ['end'], 'the end line');
+  const { end } = value;
+  onlyKeys(line, end, ['records', 'keys', 'sha256'], 'the end line');
+  const count = { min: 0, max: Number.MAX_SAFE_INTEGER, note: 'a count' };
+  const records = wholeNumber(line, 'records', end.records, count);
+  const keys = wholeNumber(line, 'keys', end.keys, count);
+  if (typeof end.sha256 !== 'string' || !HEX_256.test(end.sha256)) {
+    throw new LineFault(line, 'sha256 is not a SHA-256 in lower-case hex');
+  }
+  return { records, keys, sha256: end.sha256 };
+}
