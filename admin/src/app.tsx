@@ -2,14 +2,16 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { Api, ApiError, type Filters, type PageStart, type RecordInput, type Row, type Versioned } from './api.ts';
 import { Conflict, ConfirmDelete, FOCUS_FALLBACK_ID, SignIn } from './dialogs.tsx';
 import { FiltersForm } from './filters-form.tsx';
-import { type Change, follow, type LiveState } from './live.ts';
+import { applyChanges, type Change, type ChangeBatch } from './change-batch.ts';
+import { follow, type LiveState } from './live.ts';
 import { describe, mayHaveStored, needsToken, readOnly } from './messages.ts';
 import { type FieldErrors, type FormMode, RecordForm } from './record-form.tsx';
 import { RecordsTable } from './records-table.tsx';
+import { MANY_CHANGES, useBurst } from './use-burst.ts';
 import { readView, writeView } from './view-url.ts';
 
 const TOKEN_KEY = 'user-records-token';
-/** Changes that arrive close together make one read of the page. */
+/** Reads of the page for changes (live ones, its own writes, a reconnect) come at most this often. */
 const REFRESH_DELAY_MS = 250;
 const ACTIVITY_SHOWN = 20;
 /**
@@ -63,6 +65,9 @@ export function App() {
   const [live, setLive] = useState<LiveState>('off');
   const [liveWait, setLiveWait] = useState<number | undefined>();
   const [activity, setActivity] = useState<Change[]>([]);
+  /** Changes the stream brought since the page opened (Recent changes shows the newest). */
+  const [seen, setSeen] = useState(0);
+  const { burst, ...bursts } = useBurst();
   const [mode, setMode] = useState<FormMode>({ kind: 'add' });
   const [initial, setInitial] = useState<RecordInput | undefined>();
   const [errors, setErrors] = useState<FieldErrors>({});
@@ -101,7 +106,11 @@ export function App() {
       const read = ++reads.current;
       const viewKey = JSON.stringify([filters, start]);
       clearTimeout(retry.current);
-      setLoading(true);
+      // A read for live changes keeps the rows shown until it has new ones: no flicker in a burst.
+      if (!live) {
+        setLoading(true);
+        bursts.dismiss();
+      }
       try {
         const page = await api.list(filters, start);
         if (read !== reads.current) return;
@@ -142,7 +151,7 @@ export function App() {
         if (read === reads.current) setLoading(false);
       }
     },
-    [api, filters, start, fail],
+    [api, filters, start, fail, bursts.dismiss],
   );
   loadRef.current = load;
 
@@ -155,18 +164,66 @@ export function App() {
     else api.mayWrite().then((writable) => setAccess({ kind: 'ready', writable }), fail);
   }, [access.kind, loading, token, api, fail]);
 
+  /**
+   * Reads for live changes: one at a time and at most one per REFRESH_DELAY_MS, and one more after
+   * it when changes came meanwhile (however many), so that a burst costs the service a read per
+   * interval, not one per change.
+   */
+  const liveRead = useRef({ busy: false, again: false, timer: undefined as ReturnType<typeof setTimeout> | undefined });
+  const refreshLive = useCallback(() => {
+    const state = liveRead.current;
+    if (state.busy) {
+      state.again = true;
+      return;
+    }
+    state.busy = true;
+    const started = performance.now();
+    void loadRef.current(true).finally(() => {
+      state.timer = setTimeout(
+        () => {
+          state.busy = false;
+          if (!state.again) return;
+          state.again = false;
+          refreshLive();
+        },
+        Math.max(0, REFRESH_DELAY_MS - (performance.now() - started)),
+      );
+    });
+  }, []);
+
   const refreshSoon = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const scheduleRefresh = useCallback(() => {
     if (refreshSoon.current !== undefined) return;
     refreshSoon.current = setTimeout(() => {
       refreshSoon.current = undefined;
-      void loadRef.current(true);
+      refreshLive();
     }, REFRESH_DELAY_MS);
-  }, []);
+  }, [refreshLive]);
 
   const editingId = mode.kind === 'edit' ? mode.id : undefined;
   const editingRef = useRef(editingId);
   editingRef.current = editingId;
+
+  /** One interval's changes, in one redraw: each made on its row, or past MANY_CHANGES one read of the page. */
+  const applyBatch = useCallback(
+    (batch: ChangeBatch) => {
+      const many = batch.count > MANY_CHANGES;
+      bursts.note(batch.count);
+      setSeen((old) => old + batch.count);
+      const changes = many ? batch.newest(ACTIVITY_SHOWN) : batch.all();
+      setActivity((old) => [...changes.slice(-ACTIVITY_SHOWN).reverse(), ...old].slice(0, ACTIVITY_SHOWN));
+      // Shown at once where the record is on the page; the read after puts the page in order.
+      if (!many) setRows((old) => applyChanges(old, changes));
+      const editing = editingRef.current;
+      if (editing !== undefined && batch.deleted(editing)) {
+        setErrors({
+          form: `Record #${editing} was deleted by someone else: saving will keep your values, to add them as a new record.`,
+        });
+      }
+      refreshLive();
+    },
+    [bursts.note, refreshLive],
+  );
 
   const ready = access.kind === 'ready';
   useEffect(() => {
@@ -175,25 +232,11 @@ export function App() {
     void follow(
       api,
       {
-        change: (change) => {
-          setActivity((old) => [change, ...old].slice(0, ACTIVITY_SHOWN));
-          // Shown at once where the record is on the page; the read after puts the page in order.
-          if (change.type === 'user.deleted') {
-            setRows((old) => old.filter((row) => row.id !== change.data.id));
-            if (editingRef.current === change.data.id) {
-              setErrors({
-                form: `Record #${change.data.id} was deleted by someone else: saving will keep your values, to add them as a new record.`,
-              });
-            }
-          }
-          if (change.type === 'user.updated') {
-            setRows((old) => old.map((row) => (row.id === change.data.id ? change.data : row)));
-          }
-          scheduleRefresh();
-        },
+        changes: (batch) => applyBatch(batch),
         state: (state, wait) => {
           setLive(state);
           setLiveWait(wait);
+          bursts.live(state === 'live');
           if (state === 'live') {
             // Reachable again: a fault said while it was not is over. Then read the page, for what
             // changed before the stream began.
@@ -207,7 +250,7 @@ export function App() {
       stop.signal,
     );
     return () => stop.abort();
-  }, [ready, api, scheduleRefresh, fail]);
+  }, [ready, api, scheduleRefresh, applyBatch, bursts.live, fail]);
 
   const stopEditing = () => {
     setMode({ kind: 'add' });
@@ -223,6 +266,9 @@ export function App() {
       clearTimeout(timer.current);
       timer.current = undefined;
     }
+    clearTimeout(liveRead.current.timer);
+    liveRead.current.again = false;
+    liveRead.current = { busy: false, again: false, timer: undefined };
     reads.current++;
     counts.current++;
     pendingAdd.current = undefined;
@@ -232,6 +278,8 @@ export function App() {
     setNext(undefined);
     setTotal(undefined);
     setActivity([]);
+    setSeen(0);
+    bursts.reset();
     setDeleting(undefined);
     setConflict(undefined);
     stopEditing();
@@ -401,6 +449,15 @@ export function App() {
               setStarts([{}]);
             }}
           />
+          <div role="status">
+            {burst === undefined ? null : (
+              <p class="burst">
+                {burst.over
+                  ? `Many changes at once: ${burst.count.toLocaleString('en')} came together. The records shown are read from the service as they are now.`
+                  : 'Many changes at once: the records shown are read again from the service, rather than changed one by one.'}
+              </p>
+            )}
+          </div>
           <RecordsTable
             rows={rows}
             loading={loading}
@@ -425,7 +482,11 @@ export function App() {
         </section>
         <section aria-labelledby="activity-title" class="activity">
           <h2 id="activity-title">Recent changes</h2>
-          {activity.length === 0 ? <p>None since this page opened.</p> : null}
+          <p>
+            {seen === 0
+              ? 'None since this page opened.'
+              : `${seen.toLocaleString('en')} since this page opened, the newest first:`}
+          </p>
           <ol>
             {activity.map((change) => (
               <li key={change.id}>

@@ -1,17 +1,12 @@
 import { type Api, ApiError } from './api.ts';
-
-/** One change from `GET /users/events`. */
-export interface Change {
-  id: string;
-  type: 'user.created' | 'user.updated' | 'user.deleted';
-  timestamp: string;
-  data: { id: number; name: string; age: string; city: string };
-}
+import { ChangeBatch, mayBeChange } from './change-batch.ts';
+import { type SseEvent, SseParser } from './sse.ts';
 
 export type LiveState = 'connecting' | 'live' | 'reconnecting' | 'busy' | 'off';
 
 export interface LiveHandlers {
-  change(change: Change): void;
+  /** The changes of one interval (INTERVAL_MS), all at once: a burst costs one redraw per interval. */
+  changes(batch: ChangeBatch): void;
   /** `detail`: for `busy`, the seconds until the next try. */
   state(state: LiveState, detail?: number): void;
   /** The stream could not go on from the last change seen (410): the page must read again. */
@@ -19,6 +14,16 @@ export interface LiveHandlers {
   /** The token was refused (401/403): the page must ask for one. */
   refused(error: ApiError): void;
 }
+
+/**
+ * Changes are handed to the page at most once per interval: a change after a quiet one at once, the
+ * rest together when the interval ends. Reading the stream only queues them, so the page takes its
+ * events as fast as the service sends them however many come at once (a client that reads too
+ * slowly is cut off by the service, which holds at most 1 MiB for it).
+ */
+const INTERVAL_MS = 250;
+/** Handed over as soon as this many wait: a hidden tab's timers may run late, and the queue stays small. */
+const MAX_QUEUED = 20_000;
 
 /** A stream that stayed open this long was a working one: the next loss starts the waits afresh. */
 const STEADY_MS = 10_000;
@@ -29,62 +34,14 @@ function backoff(attempt: number): number {
   return base / 2 + Math.random() * (base / 2);
 }
 
-const TYPES = new Set(['user.created', 'user.updated', 'user.deleted']);
-
-/** The change an event's data names, or undefined for anything else (a proxy's, or a future type). */
-function changeOf(id: string, data: string): Change | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(data);
-  } catch {
-    return undefined;
-  }
-  const event = value as Partial<Change> | null;
-  const record = event?.data;
-  if (typeof event?.type !== 'string' || !TYPES.has(event.type) || typeof event.timestamp !== 'string')
-    return undefined;
-  if (typeof record !== 'object' || record === null || !Number.isSafeInteger(record.id)) return undefined;
-  return { id, type: event.type, timestamp: event.timestamp, data: record };
-}
-
-interface Event {
-  id: string;
-  data: string;
-}
-
-/**
- * The Server-Sent Events in a byte stream, one at a time. The opening comment `: changes after N`
- * says where the stream starts, which `onStart` is told: a resume from there misses nothing even
- * before the first change arrives.
- */
-async function* events(body: ReadableStream<Uint8Array>, onStart: (id: string) => void): AsyncGenerator<Event> {
+/** Reads the stream to its end into `parser`, which only queues: a chunk costs one pass over its text. */
+async function read(body: ReadableStream<Uint8Array>, parser: SseParser): Promise<void> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
-  let buffer = '';
-  let id = '';
-  let data: string[] = [];
   for (;;) {
     const { done, value } = await reader.read();
     if (done) return;
-    buffer += decoder.decode(value, { stream: true });
-    let end: number;
-    while ((end = buffer.search(/\r\n|\r|\n/)) !== -1) {
-      const line = buffer.slice(0, end);
-      buffer = buffer.slice(end + (buffer.startsWith('\r\n', end) ? 2 : 1));
-      if (line === '') {
-        if (data.length > 0) yield { id, data: data.join('\n') };
-        data = [];
-      } else if (line.startsWith(':')) {
-        const start = /^: changes after (\d+)$/.exec(line)?.[1];
-        if (start !== undefined) onStart(start);
-      } else {
-        const colon = line.indexOf(':');
-        const field = colon === -1 ? line : line.slice(0, colon);
-        const text = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '');
-        if (field === 'id') id = text;
-        else if (field === 'data') data.push(text);
-      }
-    }
+    parser.push(decoder.decode(value, { stream: true }));
   }
 }
 
@@ -108,6 +65,32 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 export async function follow(api: Api, handlers: LiveHandlers, signal: AbortSignal): Promise<void> {
   let lastId: string | undefined;
   let attempt = 0;
+  let queue: SseEvent[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  /** Hands the queue over, and starts an interval; an interval that ends with nothing queued ends the series. */
+  const handOver = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    if (queue.length === 0 || signal.aborted) return;
+    const batch = new ChangeBatch(queue);
+    queue = [];
+    timer = setTimeout(handOver, INTERVAL_MS);
+    handlers.changes(batch);
+  };
+  signal.addEventListener('abort', () => clearTimeout(timer));
+  const queued = (event: SseEvent) => {
+    // An event without an id keeps the last one (as EventSource does).
+    if (event.id !== '') lastId = event.id;
+    if (!mayBeChange(event.type)) return;
+    // A change shows the stream works: then the waits start afresh.
+    attempt = 0;
+    queue.push(event);
+    if (timer === undefined || queue.length >= MAX_QUEUED) handOver();
+  };
+  const started = (comment: string) => {
+    const start = /^changes after (\d+)$/.exec(comment)?.[1];
+    if (start !== undefined) lastId ??= start;
+  };
   while (!signal.aborted) {
     handlers.state(attempt === 0 ? 'connecting' : 'reconnecting');
     let wait = 0;
@@ -115,15 +98,7 @@ export async function follow(api: Api, handlers: LiveHandlers, signal: AbortSign
     try {
       const body = await api.events(lastId, signal);
       handlers.state('live');
-      for await (const event of events(body, (start) => (lastId ??= start))) {
-        // An event without an id keeps the last one (as EventSource does).
-        if (event.id !== '') lastId = event.id;
-        const change = changeOf(event.id, event.data);
-        if (change === undefined) continue;
-        // Only a change the page could read shows the stream works: then the waits start afresh.
-        attempt = 0;
-        handlers.change(change);
-      }
+      await read(body, new SseParser(queued, started));
     } catch (error) {
       if (signal.aborted) return;
       if (error instanceof ApiError && (error.status === 401 || error.status === 403)) {
@@ -133,6 +108,8 @@ export async function follow(api: Api, handlers: LiveHandlers, signal: AbortSign
       }
       if (error instanceof ApiError && error.status === 410) {
         lastId = undefined;
+        // The changes seen before come first.
+        handOver();
         handlers.restarted();
       }
       if (error instanceof ApiError && (error.status === 429 || error.status === 503)) {
