@@ -1,5 +1,5 @@
-// Bundles src/ into ES modules for `npm start`: server.mjs, and sqlite-writer.mjs beside it (the
-// SQLite writer's worker thread, which the server starts from its own folder). Packages stay
+// Bundles src/ into ES modules for `npm start`: server.mjs, and sqlite-writer.mjs and sqlite-reader.mjs
+// beside it (the SQLite writer's and readers' worker threads, which the server starts from its own folder). Packages stay
 // external, loaded from node_modules. `node scripts/build.mjs OUTFILE` writes elsewhere than
 // dist/server.mjs (the tests and the benchmark do, so that they never race a running `npm start`);
 // `node scripts/build.mjs OUTFILE src/cli.ts` bundles the command line instead (the tests run it,
@@ -46,8 +46,9 @@ if (entry === 'src/cli.ts' || entry.endsWith('/src/cli.ts')) {
 } else {
   await build({ ...common, entryPoints: [entry], outfile });
 }
-await build({
-  ...common,
-  entryPoints: ['src/store/sqlite/writer-thread.ts'],
-  outfile: join(dirname(outfile), 'sqlite-writer.mjs'),
-});
+for (const [thread, source] of [
+  ['sqlite-writer', 'src/store/sqlite/writer-thread.ts'],
+  ['sqlite-reader', 'src/store/sqlite/reader-thread.ts'],
+]) {
+  await build({ ...common, entryPoints: [source], outfile: join(dirname(outfile), `${thread}.mjs`) });
+}

@@ -18,6 +18,8 @@ const DEFAULTS: Config = {
   requestTimeoutMs: 30_000,
   databaseTimeoutMs: 5000,
   databasePoolSize: 10,
+  sqliteReaders: 2,
+  sqliteReadQueue: 100,
   listingCacheMb: 256,
   workers: 1,
   headersTimeoutMs: 10_000,

@@ -67,13 +67,25 @@ export const SETTINGS = {
     env: 'DATABASE_TIMEOUT_MS',
     kind: integer(100, 600_000, { unit: 'milliseconds' }),
     default: '5000',
-    help: 'the longest one database call may wait. PostgreSQL: statement timeout, and the wait for a connection; a connection that goes silent is given up one second later. SQLite: the wait for a lock another process holds. Then the request gets 503',
+    help: 'the longest one database call may wait. PostgreSQL: statement timeout, and the wait for a connection; a connection that goes silent is given up one second later. SQLite: the wait for a lock another process holds, and the longest a listing or count may take on a reader thread, waiting for one included (then 503 `/problems/listing-timeout`). Then the request gets 503',
   }),
   databasePoolSize: setting({
     env: 'DATABASE_POOL_SIZE',
     kind: integer(1, 1000),
     default: '10',
     help: 'PostgreSQL connections per process; see [docs/scaling.md](docs/scaling.md) for budgets',
+  }),
+  sqliteReaders: setting({
+    env: 'SQLITE_READERS',
+    kind: integer(1, 64),
+    default: '2',
+    help: 'SQLite: threads per process that read listings other than a plain page (a filter, a search, a sort) and counts, each with its own connection, so that none holds the event loop; see [docs/security.md](docs/security.md#heavy-listings)',
+  }),
+  sqliteReadQueue: setting({
+    env: 'SQLITE_READ_QUEUE',
+    kind: integer(1, 100_000),
+    default: '100',
+    help: 'SQLite: listings and counts that may wait for a reader thread, per process; one more is answered 503 `/problems/too-many-listings` with `Retry-After` at once',
   }),
   listingCacheMb: setting({
     env: 'LISTING_CACHE_MB',

@@ -2,7 +2,7 @@ import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:ht
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter } from 'prom-client';
-import { StoreUnavailableError } from '../store/store.ts';
+import { StoreBusyError, StoreTimeoutError, StoreUnavailableError } from '../store/store.ts';
 import { BODY_LIMIT, kib, URL_LIMIT } from './limits.ts';
 import {
   codeForStatus,
@@ -38,9 +38,21 @@ const FRAMEWORK_DETAILS: Record<string, string> = {
   FST_ERR_MAX_PARAM_LENGTH: 'The URL path is too long.',
 };
 
+/** The detail of a listing given up: what was too slow, and what makes it cheaper. */
+const LISTING_TIMEOUT =
+  'The listing was not read within the database time limit (DATABASE_TIMEOUT_MS) and was given up. A search of one or two characters, or a filter or sort that no index serves, reads every record: search for three characters or more, add a filter, or retry shortly.';
+
 /** Turns anything thrown into problem details; 5xx hide their cause from the client and log it. */
 export function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
+  if (error instanceof StoreBusyError) {
+    return new HttpError('too-many-listings', 'Too many listings are waiting to be read; retry shortly.', {
+      headers: { 'retry-after': '1' },
+    });
+  }
+  if (error instanceof StoreTimeoutError) {
+    return new HttpError('listing-timeout', LISTING_TIMEOUT, { headers: { 'retry-after': '1' } });
+  }
   if (error instanceof StoreUnavailableError) {
     return new HttpError('unavailable', 'The database is busy or not reachable; retry shortly.', {
       headers: { 'retry-after': '1' },

@@ -22,6 +22,8 @@ export const PROBLEMS = {
   internal: { status: 500, title: 'Internal server error' },
   unavailable: { status: 503, title: 'Service unavailable' },
   overloaded: { status: 503, title: 'The service is overloaded' },
+  'too-many-listings': { status: 503, title: 'Too many listings are waiting to be read' },
+  'listing-timeout': { status: 503, title: 'The listing took too long to read' },
 } as const;
 
 export type ProblemCode = keyof typeof PROBLEMS;

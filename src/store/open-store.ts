@@ -6,7 +6,7 @@ import type { UserStore } from './store.ts';
 /** The store DATABASE_URL names, its schema brought up to date; `check` also checks an SQLite file whole. */
 export async function openStore(
   config: Pick<Config, 'database' | 'databaseTimeoutMs' | 'databasePoolSize'> &
-    Partial<Pick<Config, 'changesRetentionMs'>>,
+    Partial<Pick<Config, 'changesRetentionMs' | 'sqliteReaders' | 'sqliteReadQueue'>>,
   options: { check?: boolean } = {},
 ): Promise<UserStore> {
   const { database } = config;
@@ -16,6 +16,8 @@ export async function openStore(
         busyTimeoutMs: config.databaseTimeoutMs,
         check: options.check,
         changesRetentionMs: config.changesRetentionMs,
+        readers: config.sqliteReaders,
+        readQueue: config.sqliteReadQueue,
       });
     case 'postgres':
       return openPostgresStore(database.url, {

@@ -216,6 +216,16 @@ export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError';
 }
 
+/** Too many listings already wait for the threads that read them: refused at once, worth a retry. */
+export class StoreBusyError extends StoreUnavailableError {
+  override name = 'StoreBusyError';
+}
+
+/** A listing was not read within the database time limit (waiting included) and was given up. */
+export class StoreTimeoutError extends StoreUnavailableError {
+  override name = 'StoreTimeoutError';
+}
+
 /** Whether a precondition admits the record as it is now. */
 export function preconditionHolds(precondition: Precondition | undefined, current: User): boolean {
   return (

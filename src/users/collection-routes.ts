@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { jsonResponse, problemResponses } from '../http/schemas.ts';
@@ -8,7 +7,7 @@ import { checkIdempotencyKey, createIdempotently } from './idempotency.ts';
 import { normalizeInput } from './input.ts';
 import { ETAG, FORMS, NOT_MODIFIED, TAGS } from './openapi.ts';
 import { envelopeJson, JSON_TYPE, selectedFields, sendUsers, userEtag } from './present.ts';
-import { listingBytes, streamedEtag, versionEtag } from './listing.ts';
+import { listingStream, streamedEtag, versionEtag } from './listing.ts';
 import { contentEtag } from '../http/conditional.ts';
 import { encodeCursor, parseListing, wantsCount } from './query.ts';
 import { CreateHeaders, FullInputQuery, InputBody, ListHeaders, ListQuery, UsersEnvelope } from './schemas.ts';
@@ -63,8 +62,9 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
       if (count) await countHeaders(reply, store, filter);
       if (query.limit === undefined) {
         // Every match, however many: streamed page by page, never built whole in memory.
-        reply.header('etag', streamedEtag(await store.position(), request.url));
-        const body = Readable.from(listingBytes(store, filter, order, fields), { highWaterMark: 1 });
+        const position = await store.position();
+        const body = await listingStream(store, filter, order, fields);
+        reply.header('etag', streamedEtag(position, request.url));
         return reply.type(JSON_TYPE).send(body);
       }
       const limit = Number(query.limit);

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { type ListFilter, type ListOrder, sortValue, type User, type UserStore } from '../store/store.ts';
 import { recordJson } from './present.ts';
 import type { FieldName } from './schemas.ts';
@@ -62,21 +63,40 @@ export async function* pages(
  * A listing without `limit` as the bytes of its answer, streamed page by page: memory stays bounded
  * whatever the number of records, and the first bytes leave after one page.
  */
-export async function* listingBytes(
+async function* listingBytes(
   store: UserStore,
   filter: Omit<ListFilter, 'limit'>,
   order: ListOrder | undefined,
   fields: readonly FieldName[],
 ): AsyncGenerator<Buffer> {
-  yield HEAD;
   let first = true;
   for await (const page of pages(store, filter, order)) {
-    let text = first ? '' : ',';
+    let text = first ? '{"data":[' : ',';
     for (let i = 0; i < page.length; i++) text += (i === 0 ? '' : ',') + recordJson(page[i] as User, fields);
     first = false;
     yield Buffer.from(text);
   }
-  yield TAIL;
+  yield first ? Buffer.from('{"data":[]}') : TAIL;
+}
+
+/**
+ * The body of a listing without `limit`, its first page already read: a listing that fails at once
+ * (given up past the time limit, the database away) is answered with its problem, not with a 200 cut
+ * short. A later page that fails still ends the answer early, as the status has gone out.
+ */
+export async function listingStream(
+  store: UserStore,
+  filter: Omit<ListFilter, 'limit'>,
+  order: ListOrder | undefined,
+  fields: readonly FieldName[],
+): Promise<Readable> {
+  const bytes = listingBytes(store, filter, order, fields);
+  const first = await bytes.next();
+  async function* whole(): AsyncGenerator<Buffer> {
+    if (first.done !== true) yield first.value;
+    yield* bytes;
+  }
+  return Readable.from(whole(), { highWaterMark: 1 });
 }
 
 /**

@@ -13,6 +13,7 @@ import {
   type IdempotencyKey,
   type ListFilter,
   type ListOrder,
+  narrows,
   type Precondition,
   StoreUnavailableError,
   type User,
@@ -23,6 +24,7 @@ import {
 import { remembered, runNow, type WriteRequest } from '../write-rules.ts';
 import { FileGuard } from './file-guard.ts';
 import { openDatabase } from './open.ts';
+import { ReaderPool } from './reader-pool.ts';
 import { asUnavailable } from './rows.ts';
 import { ReadStatements } from './statements.ts';
 import type { JobOutcome } from './writer.ts';
@@ -36,14 +38,20 @@ export interface SqliteOptions {
   check?: boolean;
   /** How long the change log keeps a change. */
   changesRetentionMs?: number;
+  /** Reader threads for listings and counts (see ReaderPool), and how many of those may wait. */
+  readers?: number;
+  readQueue?: number;
+  /** The longest a listing or count may take on a reader thread, waiting included. */
+  readTimeoutMs?: number;
 }
 
 /** How often the change version is read for commits of other processes, while anyone watches. */
 const WATCH_INTERVAL_MS = 50;
 
 /**
- * Opens (creating if needed) an SQLite database: reads on this thread, writes through a writer
- * thread of their own (see writer.ts), the schema brought up to date first.
+ * Opens (creating if needed) an SQLite database: reads of one record and plain pages on this thread,
+ * other listings and counts on reader threads (reader-pool.ts), writes through a writer thread of
+ * their own (see writer.ts), the schema brought up to date first.
  */
 export async function openSqliteStore(path: string, options: SqliteOptions = {}): Promise<SqliteStore> {
   const busyTimeoutMs = Math.trunc(options.busyTimeoutMs ?? 5000);
@@ -53,13 +61,48 @@ export async function openSqliteStore(path: string, options: SqliteOptions = {})
   const listeners = new CommitListeners();
   const onChanges = (changes: Commit['changes']) => listeners.emit({ changes });
   const settings = { busyTimeoutMs, retentionMs: options.changesRetentionMs ?? DEFAULT_CHANGES_RETENTION_MS };
-  try {
-    const link = memory ? new InlineLink(db, settings, onChanges) : await ThreadLink.start(path, settings, onChanges);
-    return new SqliteStore(db, link, listeners, memory ? undefined : new FileGuard(path), busyTimeoutMs);
-  } catch (error) {
-    db.close();
-    throw error;
+  if (memory) {
+    // A `:memory:` database is this connection's alone: it is read and written here.
+    try {
+      return new SqliteStore(
+        db,
+        new InlineLink(db, settings, onChanges),
+        undefined,
+        listeners,
+        undefined,
+        busyTimeoutMs,
+      );
+    } catch (error) {
+      db.close();
+      throw error;
+    }
   }
+  const readers = {
+    threads: options.readers ?? DEFAULT_READERS,
+    queueLimit: options.readQueue ?? DEFAULT_READ_QUEUE,
+    timeoutMs: options.readTimeoutMs ?? busyTimeoutMs,
+    busyTimeoutMs,
+  };
+  // The writer and the first reader thread start side by side; if either cannot, neither is kept.
+  const [link, pool] = await Promise.allSettled([
+    ThreadLink.start(path, settings, onChanges),
+    ReaderPool.start(path, readers),
+  ]);
+  let failure: unknown =
+    link.status === 'rejected' ? link.reason : pool.status === 'rejected' ? pool.reason : undefined;
+  if (link.status === 'fulfilled' && pool.status === 'fulfilled') {
+    try {
+      return new SqliteStore(db, link.value, pool.value, listeners, new FileGuard(path), busyTimeoutMs);
+    } catch (error) {
+      failure = error;
+    }
+  }
+  await Promise.all([
+    link.status === 'fulfilled' ? link.value.close() : undefined,
+    pool.status === 'fulfilled' ? pool.value.close() : undefined,
+  ]);
+  db.close();
+  throw failure;
 }
 
 interface Job {
@@ -68,12 +111,23 @@ interface Job {
   reject(error: unknown): void;
 }
 
+/** Reader threads and waiting reads unless the settings say otherwise (`SQLITE_READERS`, `SQLITE_READ_QUEUE`). */
+const DEFAULT_READERS = 2;
+const DEFAULT_READ_QUEUE = 100;
+
+/**
+ * Whether a listing is a plain page (no filter, search or sort: records in id order from a given id),
+ * whose cost the page size bounds: it is read on the event loop, as one record is.
+ */
+const plainPage = (filter: ListFilter, order: ListOrder | undefined) => order === undefined && !narrows(filter);
+
 const isBusy = (error: unknown) => error instanceof SqliteError && error.code.startsWith('SQLITE_BUSY');
 
 export class SqliteStore implements UserStore {
   readonly #db: Database.Database;
   readonly #reads: ReadStatements;
   readonly #link: WriterLink;
+  readonly #pool: ReaderPool | undefined;
   readonly #listeners: CommitListeners;
   readonly #guard: FileGuard | undefined;
   readonly #busyTimeoutMs: number;
@@ -88,6 +142,7 @@ export class SqliteStore implements UserStore {
   constructor(
     db: Database.Database,
     link: WriterLink,
+    pool: ReaderPool | undefined,
     listeners: CommitListeners,
     guard: FileGuard | undefined,
     busyTimeoutMs: number,
@@ -95,6 +150,7 @@ export class SqliteStore implements UserStore {
     this.#db = db;
     this.#reads = new ReadStatements(db);
     this.#link = link;
+    this.#pool = pool;
     this.#listeners = listeners;
     this.#guard = guard;
     this.#busyTimeoutMs = busyTimeoutMs;
@@ -147,8 +203,14 @@ export class SqliteStore implements UserStore {
     }
   }
 
+  /**
+   * A plain page is read here; any other listing on a reader thread: a search of one or two letters,
+   * a range or a sort that no index serves, may read every record, which would hold every other
+   * request for as long.
+   */
   list(filter: ListFilter, order?: ListOrder): Promise<User[]> {
-    return this.#read(() => this.#reads.list(filter, order));
+    if (this.#pool === undefined || plainPage(filter, order)) return this.#read(() => this.#reads.list(filter, order));
+    return this.#pool.read({ op: 'list', filter, order }) as Promise<User[]>;
   }
 
   get(id: number): Promise<User | undefined> {
@@ -163,8 +225,10 @@ export class SqliteStore implements UserStore {
     return this.#read(() => this.#reads.position());
   }
 
+  /** On a reader thread: a count reads every matching index entry (every record, for all of them). */
   count(filter?: ListFilter): Promise<number> {
-    return this.#read(() => this.#reads.count(filter));
+    if (this.#pool === undefined) return this.#read(() => this.#reads.count(filter));
+    return this.#pool.read({ op: 'count', filter }) as Promise<number>;
   }
 
   create(input: UserInput): Promise<User> {
@@ -272,7 +336,7 @@ export class SqliteStore implements UserStore {
     if (this.#inTurn) this.#endTurn();
     this.#flush();
     await Promise.all(this.#inFlight);
-    await this.#link.close();
+    await Promise.all([this.#link.close(), this.#pool?.close()]);
     this.#guard?.close();
     if (this.#db.open) this.#db.close();
   }

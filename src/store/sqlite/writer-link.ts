@@ -1,7 +1,8 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { type Change, StoreOpenError, StoreUnavailableError } from '../store.ts';
 import type { WriteRequest } from '../write-rules.ts';
+import { startThread } from './thread-start.ts';
 import { type JobOutcome, SqliteWriter, type WriterSettings } from './writer.ts';
 import type { FromWriter, ToWriter, WriterData } from './writer-thread.ts';
 
@@ -40,20 +41,6 @@ export class InlineLink implements WriterLink {
   async close(): Promise<void> {}
 }
 
-/**
- * The writer thread: the bundle's sqlite-writer.mjs beside it once built; from the TypeScript
- * source (development, tests), writer-thread.ts through tsx, whose loader a worker thread does not
- * inherit on Node 20, so it is registered there first.
- */
-function startWriterThread(data: WriterData): Worker {
-  const options = { workerData: data, name: 'sqlite-writer' };
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./sqlite-writer.mjs', import.meta.url), options);
-  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-  const entry = JSON.stringify(new URL('./writer-thread.ts', import.meta.url).href);
-  const code = `import(${tsx}).then(({ register }) => { register(); return import(${entry}); })`;
-  return new Worker(code, { ...options, eval: true });
-}
-
 /** After the writer thread died, the wait before another is started. */
 const RESTART_INTERVAL_MS = 1000;
 
@@ -86,7 +73,7 @@ export class ThreadLink implements WriterLink {
 
   #spawn(): Promise<void> {
     this.#startedAt = Date.now();
-    const worker = startWriterThread(this.#data);
+    const worker = startThread('sqlite-writer', './writer-thread.ts', this.#data);
     this.#worker = worker;
     worker.unref();
     return new Promise((resolve, reject) => {
