@@ -278,6 +278,13 @@ describe('a request target in absolute form (GET http://host/path) is checked li
     { target: 'http://127.0.0.1:1@other.example/users', status: 400, type: '/problems/malformed-request' },
     { target: 'http:///users', status: 400, type: '/problems/malformed-request' },
     { target: 'http://127.0.0.1%2fother.example/users', status: 400, type: '/problems/malformed-request' },
+    { target: 'http://127.0.0.1:99999/users', status: 400, type: '/problems/malformed-request' },
+    // A Host that is not a host and a port up to 65535 is malformed, as RFC 9110 (7.2) has it.
+    { target: '/users', host: '127.0.0.1:abc', status: 400, type: '/problems/malformed-request' },
+    { target: '/users', host: '127.0.0.1:99999', status: 400, type: '/problems/malformed-request' },
+    { target: '/users', host: 'local host', status: 400, type: '/problems/malformed-request' },
+    { target: '/users', host: '127.0.0.1:65535', status: 200 },
+    { target: '/users', host: 'localhost:', status: 200 },
     // Allowed hosts route as the same path would.
     { target: 'http://127.0.0.1:{port}/users', status: 200 },
     { target: 'HTTP://127.0.0.1:{port}/users', status: 200 },

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthFailure } from './auth.ts';
-import { hostHeaderCount, hostName, targetHost } from './hosts.ts';
+import { hostHeaderCount, hostName, targetHost, validAuthority } from './hosts.ts';
 import { kib, URL_LIMIT } from './limits.ts';
 import type { OverloadMonitor } from './overload.ts';
 import { decoratePolicy, policyOf } from './policy.ts';
@@ -83,6 +83,12 @@ export async function registerGate(app: FastifyInstance, options: GateOptions): 
     const host = request.headers.host;
     if (host === undefined ? request.raw.httpVersion === '1.1' : hostHeaderCount(request.raw.rawHeaders) > 1) {
       return new HttpError('malformed-request', 'An HTTP/1.1 request needs exactly one Host header.');
+    }
+    if (host !== undefined && host !== '' && !validAuthority(host)) {
+      return new HttpError(
+        'malformed-request',
+        'The Host header is not a host name with an optional port up to 65535.',
+      );
     }
     const named = hostInTarget(request);
     if (named instanceof HttpError) return named;

@@ -49,7 +49,16 @@ export function hostHeaderCount(rawHeaders: readonly string[]): number {
 /** `scheme://authority` at the start of an absolute-form target; the authority ends at / ? or #. */
 const ABSOLUTE_FORM = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)/;
 /** A host (a bracketed IP literal, or RFC 3986 reg-name characters) and an optional port; no userinfo. */
-const AUTHORITY = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~%!$&'()*+,;=-]+)(?::[0-9]*)?$/;
+const AUTHORITY = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~%!$&'()*+,;=-]+)(?::([0-9]*))?$/;
+
+/**
+ * Whether a Host value or a target's authority is a host and an optional port of at most 65535
+ * (RFC 9110, 7.2; RFC 3986, 3.2): `127.0.0.1:abc` or `:99999` is a malformed request, not a host.
+ */
+export function validAuthority(value: string): boolean {
+  const match = AUTHORITY.exec(value);
+  return match !== null && (match[1] === undefined || match[1] === '' || Number(match[1]) <= 65_535);
+}
 
 /**
  * What a request target says of the host (RFC 9112, 3.2): nothing for a path (origin form, `//x`
@@ -64,6 +73,6 @@ export function targetHost(target: string): { authority: string } | 'misdirected
   if (absolute === null) return undefined;
   const scheme = (absolute[1] as string).toLowerCase();
   const authority = absolute[2] as string;
-  if (!AUTHORITY.test(authority)) return 'malformed';
+  if (!validAuthority(authority)) return 'malformed';
   return scheme === 'http' || scheme === 'https' ? { authority } : 'misdirected';
 }
