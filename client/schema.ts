@@ -142,7 +142,7 @@ export interface paths {
         };
         /**
          * Follow every change as it happens
-         * @description A `text/event-stream` of every change to the records, in change-version order: `id:` the change version, `event:` `user.created`, `user.updated` or `user.deleted`, `data:` the same JSON as a webhook body (for a deletion, the record as it was). Reconnecting with `Last-Event-ID` (browsers do so themselves) or `?after=` gets every change after that id first, with no gap and no repeat. An idle stream gets a comment line every `EVENTS_HEARTBEAT_MS`. The stream never ends, so this page cannot show it: follow it with `curl -N` or an `EventSource`. See docs/changes.md.
+         * @description A `text/event-stream` of every change to the records, in change-version order: `id:` the change version, `event:` `user.created`, `user.updated` or `user.deleted`, `data:` the same JSON as a webhook body (for a deletion, the record as it was). Reconnecting with `Last-Event-ID` (browsers do so themselves) or `?after=` gets every change after that id first, with no gap and no repeat. An idle stream gets a comment line every `EVENTS_HEARTBEAT_MS`; a client that reads too slowly is ended with a comment saying to reconnect. A client may hold `MAX_SUBSCRIBERS_PER_CLIENT` streams at once (429 past it). The stream never ends by itself, so this page cannot show it: follow it with `curl -N` or an `EventSource`. See docs/changes.md.
          */
         get: operations["streamUserEvents"];
         put?: never;
@@ -155,7 +155,7 @@ export interface paths {
         options: operations["optionsUsersEvents"];
         /**
          * Follow every change as it happens
-         * @description A `text/event-stream` of every change to the records, in change-version order: `id:` the change version, `event:` `user.created`, `user.updated` or `user.deleted`, `data:` the same JSON as a webhook body (for a deletion, the record as it was). Reconnecting with `Last-Event-ID` (browsers do so themselves) or `?after=` gets every change after that id first, with no gap and no repeat. An idle stream gets a comment line every `EVENTS_HEARTBEAT_MS`. The stream never ends, so this page cannot show it: follow it with `curl -N` or an `EventSource`. See docs/changes.md.
+         * @description A `text/event-stream` of every change to the records, in change-version order: `id:` the change version, `event:` `user.created`, `user.updated` or `user.deleted`, `data:` the same JSON as a webhook body (for a deletion, the record as it was). Reconnecting with `Last-Event-ID` (browsers do so themselves) or `?after=` gets every change after that id first, with no gap and no repeat. An idle stream gets a comment line every `EVENTS_HEARTBEAT_MS`; a client that reads too slowly is ended with a comment saying to reconnect. A client may hold `MAX_SUBSCRIBERS_PER_CLIENT` streams at once (429 past it). The stream never ends by itself, so this page cannot show it: follow it with `curl -N` or an `EventSource`. See docs/changes.md.
          */
         head: operations["streamUserEventsHead"];
         patch?: never;
@@ -1032,7 +1032,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds. */
+            /** @description This client already holds MAX_SUBSCRIBERS_PER_CLIENT streams (`/problems/too-many-streams`), or sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1166,7 +1166,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds. */
+            /** @description This client already holds MAX_SUBSCRIBERS_PER_CLIENT streams (`/problems/too-many-streams`), or sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds. */
             429: {
                 headers: {
                     [name: string]: unknown;

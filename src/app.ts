@@ -55,6 +55,8 @@ export type AppConfig = Pick<
   | 'trustedProxies'
   | 'allowedHosts'
   | 'maxSubscribers'
+  | 'maxSubscribersPerClient'
+  | 'eventsBufferMb'
   | 'eventsHeartbeatMs'
   | 'webhookUrls'
   | 'webhookSecret'
@@ -141,8 +143,12 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   registerHealthRoutes(app, store);
   const streams = registerEventStream(app, store, new ChangeFeed(store), {
     maxSubscribers: config.maxSubscribers,
+    maxSubscribersPerClient: config.maxSubscribersPerClient,
+    bufferBytes: config.eventsBufferMb * 1024 * 1024,
     heartbeatMs: config.eventsHeartbeatMs,
+    byToken: config.tokens.length > 0,
     sent: metrics.changes.sent,
+    ended: metrics.changes.streamEnded,
   });
   metrics.changes.countSubscribers(streams.open);
   registerUserRoutes(app, store, config.listingCacheMb * 1024 * 1024);

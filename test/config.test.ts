@@ -32,6 +32,8 @@ const DEFAULTS: Config = {
   allowedHosts: [],
   changesRetentionMs: 7 * 86_400_000,
   maxSubscribers: 1000,
+  maxSubscribersPerClient: 100,
+  eventsBufferMb: 64,
   eventsHeartbeatMs: 15_000,
   webhookUrls: [],
   webhookSecret: undefined,

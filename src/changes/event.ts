@@ -23,3 +23,19 @@ export function eventJson(change: Change): string {
 export function sseEvent(change: Change): string {
   return `id: ${change.version}\nevent: ${eventType(change)}\ndata: ${eventJson(change)}\n\n`;
 }
+
+/** Each batch's events, encoded once for every stream that is handed it (kept while the batch is). */
+const encoded = new WeakMap<readonly Change[], Buffer>();
+
+/**
+ * The events of a batch as bytes. Every stream following the feed is handed the same batch, so
+ * they all send (and, while their clients are slow, hold) one copy of it rather than one each.
+ */
+export function sseBatch(changes: readonly Change[]): Buffer {
+  let bytes = encoded.get(changes);
+  if (bytes === undefined) {
+    bytes = Buffer.from(changes.map(sseEvent).join(''));
+    encoded.set(changes, bytes);
+  }
+  return bytes;
+}

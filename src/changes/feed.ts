@@ -151,6 +151,11 @@ export class ChangeFeed {
           }
           this.#handOut(page.changes.filter((change) => change.version > (this.#position as number)));
           if (page.changes.length < PAGE) break;
+          // A poll for I/O before the next page, so the streams' sockets can take this one: a burst
+          // from another process (an import) then reaches the clients that keep up, rather than
+          // piling up past their share of EVENTS_BUFFER_MB at once. Not nextTurn: the feed is one
+          // read for every follower and does not queue behind the followers catching up.
+          await new Promise((resolve) => setImmediate(resolve));
         }
       } while (this.#again);
     } catch {

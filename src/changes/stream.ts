@@ -1,107 +1,47 @@
-import { Readable } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Counter } from 'prom-client';
-import { HttpError } from '../http/problem.ts';
-import { problemResponses } from '../http/schemas.ts';
+import { HttpError, PROBLEM_CONTENT_TYPE } from '../http/problem.ts';
+import { ProblemSchema, problemResponses } from '../http/schemas.ts';
 import type { Change, UserStore } from '../store/store.ts';
 import { TAGS } from '../users/openapi.ts';
 import { EVENT_ID_PATTERN, EventsHeaders, EventsQuery, RULES } from '../users/schemas.ts';
-import { sseEvent } from './event.ts';
-import { type ChangeFeed, type Follower, LogMoved } from './feed.ts';
+import { type ChangeFeed, LogMoved } from './feed.ts';
+import { type EndReason, StreamFollower } from './stream-follower.ts';
+import { StreamPlaces, streamClient } from './stream-places.ts';
 
 export const EVENT_STREAM_TYPE = 'text/event-stream; charset=utf-8';
 
 /**
- * What a stream may hold unsent for a client that reads too slowly (about five thousand events);
- * past it the client is disconnected, to resume with Last-Event-ID, rather than held in memory.
+ * The most one stream may hold unsent for a client that reads too slowly (about five thousand
+ * events), however few streams share the memory for them; past its share, the stream is ended and
+ * the client resumes with Last-Event-ID.
  */
 export const STREAM_BUFFER_BYTES = 1024 * 1024;
-
-/** While catching up from the log, the next page is read once less than this is waiting to be sent. */
-const CATCH_UP_BYTES = 64 * 1024;
 
 /** How long a browser's EventSource waits before it reconnects after the stream ends. */
 const RETRY_MS = 2000;
 
+/** Seconds a refused client is told to wait (Retry-After): about the time a place takes to free. */
+const RETRY_AFTER_S = '5';
+
 export interface StreamOptions {
   maxSubscribers: number;
+  maxSubscribersPerClient: number;
+  /** What all streams together may hold for clients that have not taken it (EVENTS_BUFFER_MB). */
+  bufferBytes: number;
   heartbeatMs: number;
+  /** Tokens are on: a client is its address and its token. */
+  byToken: boolean;
   /** Counts the events sent. */
   sent: Pick<Counter, 'inc'>;
+  /** Counts a stream the service ended, by why. */
+  ended: (reason: EndReason) => void;
 }
+
+const KEEP_ALIVE = ': keep-alive\n\n';
 
 const EVENT_ID = new RegExp(EVENT_ID_PATTERN);
-
-/** One client's stream: the events after `last`, written as they come. */
-class StreamFollower implements Follower {
-  last: number;
-  readonly #body: Readable;
-  readonly #socketBuffer: () => number;
-  readonly #sent: StreamOptions['sent'];
-  #ended = false;
-  readonly #onEnd: () => void;
-  readonly #log: FastifyBaseLogger;
-
-  constructor(
-    last: number,
-    body: Readable,
-    socketBuffer: () => number,
-    sent: StreamOptions['sent'],
-    onEnd: () => void,
-    log: FastifyBaseLogger,
-  ) {
-    this.#log = log;
-    this.last = last;
-    this.#body = body;
-    this.#socketBuffer = socketBuffer;
-    this.#sent = sent;
-    this.#onEnd = onEnd;
-  }
-
-  get ended(): boolean {
-    return this.#ended;
-  }
-
-  /** Bytes written but not yet taken by the client's connection. */
-  buffered(): number {
-    return this.#body.readableLength + this.#socketBuffer();
-  }
-
-  take(changes: readonly Change[]): void {
-    if (this.#ended) return;
-    let text = '';
-    let count = 0;
-    for (const change of changes) {
-      if (change.version <= this.last) continue;
-      text += sseEvent(change);
-      this.last = change.version;
-      count++;
-    }
-    if (count === 0) return;
-    this.#body.push(text);
-    this.#sent.inc(count);
-    if (this.buffered() > STREAM_BUFFER_BYTES) this.end('the client reads too slowly', true);
-  }
-
-  comment(text: string): void {
-    if (!this.#ended) this.#body.push(`: ${text}\n\n`);
-  }
-
-  /** Ends the stream: with a last comment saying why, or cut at once when the client does not read. */
-  end(why: string, cut = false): void {
-    if (this.#ended) return;
-    this.#ended = true;
-    this.#onEnd();
-    if (cut) {
-      this.#log.warn({ why }, 'event stream: client disconnected');
-      this.#body.destroy();
-      return;
-    }
-    this.#body.push(`: ${why}\n\n`);
-    this.#body.push(null);
-  }
-}
 
 /** The version a client resumes after: `Last-Event-ID`, else `after`, else none (from now on). */
 function resumeAfter(header: string | string[] | undefined, after: string | undefined): number | undefined {
@@ -121,7 +61,8 @@ function resumeAfter(header: string | string[] | undefined, after: string | unde
 /**
  * `GET /users/events`: every change as a Server-Sent Event, from the change log and then live, in
  * change-version order, each once. `Last-Event-ID` (or `after`) resumes after that version; an id the
- * log no longer covers answers 410. Slow readers are cut off once STREAM_BUFFER_BYTES wait for them.
+ * log no longer covers answers 410. A slow reader is ended once it holds more than its share of
+ * `bufferBytes` (the total divided among the open streams, at most STREAM_BUFFER_BYTES).
  */
 export function registerEventStream(
   app: FastifyInstance,
@@ -129,12 +70,12 @@ export function registerEventStream(
   feed: ChangeFeed,
   options: StreamOptions,
 ): { open(): number } {
+  const places = new StreamPlaces(options.maxSubscribers, options.maxSubscribersPerClient);
   const open = new Set<StreamFollower>();
-  /** Streams admitted but not yet open (their first read is in flight): they count against the limit too. */
-  let admitting = 0;
+  const share = () => Math.min(STREAM_BUFFER_BYTES, Math.floor(options.bufferBytes / Math.max(1, places.held)));
   let heartbeat: NodeJS.Timeout | undefined;
   const beat = () => {
-    for (const follower of open) follower.comment('keep-alive');
+    for (const follower of open) follower.write(KEEP_ALIVE);
   };
 
   // Streams never end by themselves: closing the service ends them, each with a last comment.
@@ -156,7 +97,7 @@ export function registerEventStream(
         operationId: 'streamUserEvents',
         summary: 'Follow every change as it happens',
         description:
-          'A `text/event-stream` of every change to the records, in change-version order: `id:` the change version, `event:` `user.created`, `user.updated` or `user.deleted`, `data:` the same JSON as a webhook body (for a deletion, the record as it was). Reconnecting with `Last-Event-ID` (browsers do so themselves) or `?after=` gets every change after that id first, with no gap and no repeat. An idle stream gets a comment line every `EVENTS_HEARTBEAT_MS`. The stream never ends, so this page cannot show it: follow it with `curl -N` or an `EventSource`. See docs/changes.md.',
+          'A `text/event-stream` of every change to the records, in change-version order: `id:` the change version, `event:` `user.created`, `user.updated` or `user.deleted`, `data:` the same JSON as a webhook body (for a deletion, the record as it was). Reconnecting with `Last-Event-ID` (browsers do so themselves) or `?after=` gets every change after that id first, with no gap and no repeat. An idle stream gets a comment line every `EVENTS_HEARTBEAT_MS`; a client that reads too slowly is ended with a comment saying to reconnect. A client may hold `MAX_SUBSCRIBERS_PER_CLIENT` streams at once (429 past it). The stream never ends by itself, so this page cannot show it: follow it with `curl -N` or an `EventSource`. See docs/changes.md.',
         querystring: EventsQuery,
         headers: EventsHeaders,
         response: {
@@ -166,76 +107,99 @@ export function registerEventStream(
             content: { 'text/event-stream': { schema: { type: 'string' } } },
           },
           ...problemResponses(400, 410, 500, 503),
+          429: {
+            description:
+              'This client already holds MAX_SUBSCRIBERS_PER_CLIENT streams (`/problems/too-many-streams`), or sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds.',
+            content: { [PROBLEM_CONTENT_TYPE]: { schema: ProblemSchema } },
+          },
         },
       },
     },
     async (request, reply) => {
       const requested = resumeAfter(request.headers['last-event-id'], request.query.after);
-      if (open.size + admitting >= options.maxSubscribers) {
+      // Taken before the first read, so streams being admitted count against the limits too.
+      const place = places.take(streamClient(request.ip, request.headers.authorization, options.byToken));
+      if (place === 'client') {
+        throw new HttpError(
+          'too-many-streams',
+          `This client already has ${places.perClient} event streams open (MAX_SUBSCRIBERS_PER_CLIENT); close one, or retry later.`,
+          { headers: { 'retry-after': RETRY_AFTER_S } },
+        );
+      }
+      if (place === 'process') {
         throw new HttpError(
           'unavailable',
-          `This process already serves ${open.size} event streams (MAX_SUBSCRIBERS); retry later.`,
-          { headers: { 'retry-after': '5' } },
+          `This process already serves ${places.max} event streams (MAX_SUBSCRIBERS); retry later.`,
+          { headers: { 'retry-after': RETRY_AFTER_S } },
         );
       }
-      admitting++;
-      let log: Awaited<ReturnType<UserStore['changes']>>;
+      let from: number;
       try {
-        log = await store.changes(0, 0);
-      } finally {
-        admitting--;
-      }
-      const from = requested ?? log.version;
-      if (from < log.floor || from > log.version) {
-        throw new HttpError(
-          'event-id-expired',
-          from > log.version
-            ? `Event ${from} is ahead of this database (now at ${log.version}): list the records again, then follow from now.`
-            : `The changes after event ${from} are no longer kept (the log starts after ${log.floor}): list the records again, then follow from now.`,
-        );
+        const log = await store.changes(0, 0);
+        from = requested ?? log.version;
+        if (from < log.floor || from > log.version) {
+          throw new HttpError(
+            'event-id-expired',
+            from > log.version
+              ? `Event ${from} is ahead of this database (now at ${log.version}): list the records again, then follow from now.`
+              : `The changes after event ${from} are no longer kept (the log starts after ${log.floor}): list the records again, then follow from now.`,
+          );
+        }
+      } catch (error) {
+        place();
+        throw error;
       }
       reply.header('cache-control', 'no-store').header('x-accel-buffering', 'no').type(EVENT_STREAM_TYPE);
-      if (request.method === 'HEAD') return reply.send('');
+      if (request.method === 'HEAD') {
+        place();
+        return reply.send('');
+      }
 
-      const body = new Readable({ read() {} });
       const raw = reply.raw;
-      const follower: StreamFollower = new StreamFollower(
-        from,
-        body,
-        () => raw.writableLength,
-        options.sent,
-        () => {
-          open.delete(follower);
+      const follower: StreamFollower = new StreamFollower(from, {
+        socketBuffer: () => raw.writableLength,
+        share,
+        sent: (count) => options.sent.inc(count),
+        onEnd: (reason, unread) => {
           feed.leave(follower);
+          if (reason === undefined) return;
+          options.ended(reason);
+          const fields = { remoteAddress: request.ip, reason, unread, share: share() };
+          if (reason === 'slow') request.log.warn(fields, 'event stream ended: the client reads too slowly');
+          else request.log.info(fields, 'event stream ended');
         },
-        request.log,
-      );
+        close: () => raw.destroy(),
+        graceMs: options.heartbeatMs,
+      });
       open.add(follower);
       heartbeat ??= setInterval(beat, options.heartbeatMs).unref();
-      request.raw.once('close', () => follower.end('closed'));
-      raw.once('close', () => follower.end('closed'));
-      // The service keeps a connection whose client ended its side open (for clients that send a
-      // request and then close, as nc does): for a stream, that end is the client leaving, seen at
-      // once rather than at the next write that fails, so its MAX_SUBSCRIBERS place is free again.
-      request.raw.socket.once('end', () => follower.end('the client left', true));
-      body.push(`retry: ${RETRY_MS}\n: changes after ${from}\n\n`);
+      // The place is held until the connection closes (an ended stream's last bytes may still wait
+      // in it), or until the client leaves. The service keeps a connection whose client ended its side
+      // open (for clients that send a request and then close, as nc does): for a stream, that end is
+      // the client leaving, seen at once rather than at the next write that fails.
+      const socket = request.raw.socket;
+      const leave = () => {
+        socket.off('end', leave);
+        open.delete(follower);
+        follower.closed();
+        place();
+      };
+      raw.once('close', leave);
+      socket.once('end', leave);
+      follower.write(`retry: ${RETRY_MS}\n: changes after ${from}\n\n`);
 
       const catchUp = async (changes: readonly Change[]) => {
         follower.take(changes);
-        while (!follower.ended && follower.buffered() > CATCH_UP_BYTES) {
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
+        await follower.room();
       };
       feed.follow(follower, catchUp).catch((error: unknown) => {
-        follower.end(
-          error instanceof LogMoved
-            ? 'the change log no longer holds these changes: list again, then follow from now'
-            : 'the database is unavailable: reconnect with Last-Event-ID',
-        );
+        if (error instanceof LogMoved) {
+          follower.end('the change log no longer holds these changes: list again, then follow from now', 'log-moved');
+        } else follower.end('the database is unavailable: reconnect with Last-Event-ID', 'unavailable');
       });
       // The stream is the body; the route's schema describes its text.
-      return reply.send(body as unknown as string);
+      return reply.send(follower.body as unknown as string);
     },
   );
-  return { open: () => open.size };
+  return { open: () => places.held };
 }

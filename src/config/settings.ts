@@ -191,6 +191,18 @@ export const SETTINGS = {
     default: '1000',
     help: 'open `GET /users/events` streams per process; past it, 503 with `Retry-After`',
   }),
+  maxSubscribersPerClient: setting({
+    env: 'MAX_SUBSCRIBERS_PER_CLIENT',
+    kind: integer(1, 1_000_000),
+    default: '100',
+    help: 'open `GET /users/events` streams per client (its address, IPv6 by /64, the forwarded one behind `TRUST_PROXY`; with tokens, its address and token), so one client cannot take every place; past it, 429 `/problems/too-many-streams` with `Retry-After`. A page opens one to a few; the default leaves room for many people behind one NAT address',
+  }),
+  eventsBufferMb: setting({
+    env: 'EVENTS_BUFFER_MB',
+    kind: integer(1, 65_536, { unit: 'megabytes' }),
+    default: '64',
+    help: 'memory for events that `GET /users/events` clients have not yet taken, all streams together. Each stream may hold its share (this divided by the open streams, at most 1 MiB); a stream past its share is ended with a comment saying to reconnect with `Last-Event-ID`. See [docs/changes.md](docs/changes.md)',
+  }),
   eventsHeartbeatMs: setting({
     env: 'EVENTS_HEARTBEAT_MS',
     kind: integer(1000, 600_000, { unit: 'milliseconds' }),

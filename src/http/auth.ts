@@ -8,6 +8,11 @@ const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const REALM = 'Bearer realm="user-records"';
 const BEARER = /^Bearer +(\S+) *$/i;
 
+/** The token of an `Authorization: Bearer <token>` header, if it is one. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  return BEARER.exec(authorization ?? '')?.[1];
+}
+
 /** Hashing both sides gives equal lengths, so the comparison time says nothing about the token. */
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
@@ -45,7 +50,7 @@ export function authenticator(
   };
 
   return (method, authorization) => {
-    const presented = BEARER.exec(authorization ?? '')?.[1];
+    const presented = bearerToken(authorization);
     if (presented === undefined) {
       const error = new HttpError('unauthorized', 'This service needs a token: send "Authorization: Bearer <token>".', {
         headers: { 'www-authenticate': REALM },

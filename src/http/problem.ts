@@ -18,6 +18,7 @@ export const PROBLEMS = {
   'idempotency-key-reused': { status: 422, title: 'The Idempotency-Key was used for another request' },
   'misdirected-request': { status: 421, title: 'This service does not answer to that host name' },
   'rate-limited': { status: 429, title: 'Too many requests' },
+  'too-many-streams': { status: 429, title: 'This client has too many event streams open' },
   'headers-too-large': { status: 431, title: 'The request headers are too large' },
   internal: { status: 500, title: 'Internal server error' },
   unavailable: { status: 503, title: 'Service unavailable' },

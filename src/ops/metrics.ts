@@ -28,6 +28,8 @@ export interface RequestMetrics {
 export interface ChangeMetrics {
   /** Events sent on `GET /users/events` streams. */
   sent: Counter;
+  /** Counts a stream the service ended, by why (`slow`: past its share of EVENTS_BUFFER_MB). */
+  streamEnded(reason: string): void;
   /** Tells the metrics how to count the open streams. */
   countSubscribers(count: () => number): void;
   webhooks: { delivered(): void; retried(): void; failed(): void };
@@ -82,7 +84,7 @@ export function registerMetrics(app: FastifyInstance, store: UserStore): Request
   for (const metric of [requests, requestDuration, dbDuration]) registry.registerMetric(asPromMetric(metric));
   const rateLimited = new Counter({
     name: 'http_requests_rate_limited_total',
-    help: 'Requests refused by the rate limit (answered 429).',
+    help: 'Requests answered 429: over the rate limit, or over MAX_SUBSCRIBERS_PER_CLIENT event streams.',
     registers: [registry],
   });
   const shed = new Counter({
@@ -187,6 +189,14 @@ function changeMetrics(registry: Registry): ChangeMetrics {
     help: 'Events sent on GET /users/events streams.',
     registers: [registry],
   });
+  const ended = new Counter({
+    name: 'user_records_event_streams_ended_total',
+    help: 'GET /users/events streams the service ended, by reason: slow (the client left more than its share of EVENTS_BUFFER_MB unread), log-moved (a restore or retention), unavailable (the database failed while it caught up).',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
+  // Shown from the start, so a rate over it has a first sample.
+  ended.labels('slow').inc(0);
   const deliveries = new Counter({
     name: 'user_records_webhook_deliveries_total',
     help: 'Webhook attempts by outcome: delivered (2xx), retried (failed, to be tried again), failed (given up on after 24 hours).',
@@ -198,6 +208,7 @@ function changeMetrics(registry: Registry): ChangeMetrics {
   const failed = deliveries.labels('failed');
   return {
     sent,
+    streamEnded: (reason) => ended.labels(reason).inc(),
     countSubscribers: (count) => {
       subscribers = count;
     },

@@ -28,12 +28,13 @@ export function sendRaw(base: string, bytes: Buffer, timeoutMs = 15_000): Promis
     });
     socket.on('close', () => {
       if (failed !== undefined && chunks.length === 0) return reject(failed);
-      resolve(parseAnswer(Buffer.concat(chunks)));
+      resolve(parseRawAnswer(Buffer.concat(chunks)));
     });
   });
 }
 
-function parseAnswer(all: Buffer): RawAnswer {
+/** An answer's bytes as read off the wire, parsed (a chunked body is joined; an unfinished one is cut at its last whole chunk). */
+export function parseRawAnswer(all: Buffer): RawAnswer {
   let rest = all;
   for (;;) {
     const end = rest.indexOf('\r\n\r\n');
