@@ -403,7 +403,7 @@ for (const backend of available) {
         }
       });
       await fc.assert(property, {
-        numRuns: scaled(3, 40),
+        numRuns: scaled(3, 20),
         seed,
         examples: [[corner(true)], [corner(false)]],
       });
