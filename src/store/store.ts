@@ -226,6 +226,11 @@ export class StoreTimeoutError extends StoreUnavailableError {
   override name = 'StoreTimeoutError';
 }
 
+/** A write would take an id, a change version or a record's version past its end (write-rules.ts). */
+export class StoreAtEndError extends Error {
+  override name = 'StoreAtEndError';
+}
+
 /** Whether a precondition admits the record as it is now. */
 export function preconditionHolds(precondition: Precondition | undefined, current: User): boolean {
   return (
