@@ -1,4 +1,3 @@
-import { MAX_ID } from '../users/schemas.ts';
 import { MAX_RECORD_VERSION } from './bulk.ts';
 import {
   type ChangeKind,
@@ -6,6 +5,7 @@ import {
   type HookCursor,
   type HookFailure,
   type IdempotencyKey,
+  MAX_ID,
   type Precondition,
   preconditionHolds,
   type User,
@@ -129,9 +129,7 @@ const atEnd = (detail: string): Outcome<AtEnd> => ({ value: { atEnd: detail } })
 const CHANGES_AT_END = atEnd(
   `The database's change version is at its end (${MAX_ID}): it takes no more changes. Back up, and restore into a new database to start a new count.`,
 );
-const IDS_AT_END = atEnd(
-  `The last id is at its end (${MAX_ID}): no more records can be created in this database.`,
-);
+const IDS_AT_END = atEnd(`The last id is at its end (${MAX_ID}): no more records can be created in this database.`);
 
 /** Refuses a create when the next id would pass MAX_ID. */
 function* idLeft(): Generator<Step, Outcome<AtEnd> | undefined, unknown> {
@@ -180,11 +178,7 @@ function* createOnce(
   return { value: { ok: true, user, replayed: false }, change: { kind: 'created', user } };
 }
 
-function* update(
-  id: number,
-  changes: Partial<UserInput>,
-  precondition?: Precondition,
-): Program<WriteResult | AtEnd> {
+function* update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Program<WriteResult | AtEnd> {
   const current = yield* run({ op: 'lock', id });
   if (current === undefined) return { value: NOT_FOUND };
   if (!preconditionHolds(precondition, current)) return { value: PRECONDITION_FAILED };

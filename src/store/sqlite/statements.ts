@@ -313,9 +313,7 @@ export class WriteStatements {
       `UPDATE users SET name = ?, age = ?, city = ?, name_folded = ?, city_folded = ?,
        updated_at = max(?, created_at), version = version + 1 WHERE id = ? RETURNING *`,
     );
-    this.#lastId = db
-      .prepare<[], number | undefined>(`SELECT seq FROM sqlite_sequence WHERE name = 'users'`)
-      .pluck();
+    this.#lastId = db.prepare<[], number | undefined>(`SELECT seq FROM sqlite_sequence WHERE name = 'users'`).pluck();
     this.#delete = db.prepare('DELETE FROM users WHERE id = ?');
     this.#insertKey = db.prepare(
       'INSERT INTO idempotency_keys (key, fingerprint, user_id, created_at) VALUES (?, ?, ?, ?)',
