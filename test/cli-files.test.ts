@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import { lstatSync, openSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { KEY_CLOCK_SKEW_MS } from '../src/cli/backup-format.ts';
 import { MAX_LINE } from '../src/cli/lines.ts';
 import { BACKENDS } from './helpers/backends.ts';
 import { BIN, runCli } from './helpers/cli.ts';
@@ -230,28 +231,33 @@ describe('restore refuses a backup the service could not have made', () => {
   const cases: Array<[string, unknown[][], Record<string, unknown>?, RegExp?]> = [
     ['id 0', [[0, 'Ada', 36, 'London', 1000, 1000, 1]], {}, /line 2: id 0 is not a whole number from 1/],
     ['an id of 16 digits', [[1e15, 'Ada', 36, 'London', 1000, 1000, 1]], { lastId: 1e15 }, /line 1: lastId/],
-    // The API's last id: a new record after it would have 16 digits, which its id ranges do not take.
-    [
-      'the last id the API takes',
-      [[999_999_999_999_999, 'Ada', 36, 'London', 1000, 1000, 1]],
-      { lastId: 999_999_999_999_999 },
-      /line 1: lastId 999999999999999 is not a whole number from 0 to 999998999999999 \(the service's ids end at 999999999999999, and a restore leaves room for 1000000000 more\)/,
-    ],
     ['an id beyond lastId', [good], { lastId: 0 }, /line 2: id 1 is beyond the header's lastId 0/],
     ['a name with NUL', [[1, 'A\u0000da', 36, 'London', 1000, 1000, 1]]],
     ['a name with spaces around it', [[1, ' Ada', 36, 'London', 1000, 1000, 1]], {}, /line 2: name or city/],
     ['an age of 151', [[1, 'Ada', 151, 'London', 1000, 1000, 1]]],
     ['an age as text', [[1, 'Ada', '36', 'London', 1000, 1000, 1]], {}, /line 2: name and city must be text/],
     ['version 0', [[1, 'Ada', 36, 'London', 1000, 1000, 0]], {}, /line 2: version 0/],
-    // PostgreSQL's last version: a change after it answered 500.
+    // Past the ends the service keeps (up to them is restored, below).
     [
-      'the last version PostgreSQL holds',
-      [[1, 'Ada', 36, 'London', 1000, 1000, 2_147_483_647]],
+      'a version past the last PostgreSQL holds',
+      [[1, 'Ada', 36, 'London', 1000, 1000, 2_147_483_648]],
       {},
-      /line 2: version 2147483647 is not a whole number from 1 to 1147483647/,
+      /line 2: version 2147483648 is not a whole number from 1 to 2147483647 \(PostgreSQL's INTEGER; the service refuses to change a record at it\)/,
+    ],
+    // Found by the fourth outside run: a record changed before it was created.
+    [
+      'an update before the creation',
+      [[1, 'Ada', 36, 'London', 253_402_300_799_999, 0, 1]],
+      {},
+      /line 2: updatedAt 0 is before createdAt 253402300799999/,
     ],
     ['a negative change version', [good], { changeVersion: -5 }, /line 1: changeVersion -5/],
-    ['the last event id the API takes', [good], { changeVersion: 999_999_999_999_999 }, /line 1: changeVersion/],
+    [
+      'a change version past the last event id the API takes',
+      [good],
+      { changeVersion: 1e15 },
+      /line 1: changeVersion 1000000000000000 is not a whole number from 0 to 999999999999999/,
+    ],
     ['a header with a field no backup has', [good], { extra: 1 }, /line 1: the header has a field "extra"/],
     ['a takenAt that is not a time', [good], { takenAt: 'yesterday' }, /line 1: takenAt "yesterday"/],
     ['a time past the year 9999', [[1, 'Ada', 36, 'London', 9e15, 9e15, 1]], {}, /line 2: createdAt 9000000000000000/],
@@ -279,6 +285,12 @@ describe('restore refuses a backup the service could not have made', () => {
       ['twice-key', [key('k1'), key('k1')], /line 4: key "k1" is there twice/],
       ['ahead-key', [key('k1', 10)], /line 3: userId 10 is not a whole number from 1 to 9/],
       ['short-fingerprint', [['k', 'k1', 'abc', 1, 1000]], /line 3: fingerprint is not a SHA-256/],
+      // Found by the fourth outside run: a key from the year 9999 would never expire.
+      [
+        'future-key',
+        [['k', 'k1', 'a'.repeat(64), 1, 253_402_300_799_999]],
+        /line 3: createdAt 253402300799999 is not a whole number from 0 to \d+ \(a key is remembered for a day from its creation; up to 24 h ahead/,
+      ],
     ] as const) {
       const head = JSON.stringify({
         format: 'user-records-backup',
@@ -298,13 +310,32 @@ describe('restore refuses a backup the service could not have made', () => {
     }
   });
 
-  // An update time before the creation time is what a service whose clock is behind the backup's
-  // makes of a restored record at its next change: its own backup of it must restore.
-  it('restores the same backup made well, an update before the creation too (so the refusals above are of the faults alone)', async () => {
-    const result = await runCli(['restore', forge('good', [good, [2, 'Ben', 41, 'Leeds', 2000, 1000, 1]])], {
-      env: { DATABASE_URL: join(folder.dir, 'good.db') },
-    });
+  // A service whose clock is behind a restored record's creation keeps its update time at the
+  // creation time (write-rules.ts), so its own backups hold no update before a creation.
+  it('restores the same backup made well, at the very ends the service keeps (so the refusals above are of the faults alone)', async () => {
+    const top = 999_999_999_999_999;
+    const records = [good, [top, 'Ben', 41, 'Leeds', 253_402_300_799_999, 253_402_300_799_999, 2_147_483_647]];
+    const file = forge('good', records, { lastId: top, changeVersion: top });
+    const db = join(folder.dir, 'good.db');
+    const result = await runCli(['restore', file], { env: { DATABASE_URL: db } });
     assert.equal(result.code, 0, result.stderr);
+    // A key a day minus a minute ahead of this machine's clock is taken for a difference of clocks.
+    const head = JSON.stringify({
+      format: 'user-records-backup',
+      formatVersion: 1,
+      changeVersion: 3,
+      lastId: 9,
+      takenAt: '2026-11-23T00:00:00.000Z',
+    });
+    const ahead = Date.now() + KEY_CLOCK_SKEW_MS - 60_000;
+    const body = [head, JSON.stringify(['r', ...good]), JSON.stringify(['k', 'k1', 'a'.repeat(64), 1, ahead])]
+      .map((line) => `${line}\n`)
+      .join('');
+    const sha256 = createHash('sha256').update(body).digest('hex');
+    const keyed = join(folder.dir, 'ahead-key.backup');
+    writeFileSync(keyed, `${body}${JSON.stringify({ end: { records: 1, keys: 1, sha256 } })}\n`);
+    const restored = await runCli(['restore', keyed, '--replace'], { env: { DATABASE_URL: db } });
+    assert.equal(restored.code, 0, restored.stderr);
   });
 });
 

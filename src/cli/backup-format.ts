@@ -26,16 +26,6 @@ export interface End {
   sha256: string;
 }
 
-/**
- * A restore leaves the service room for this many more records, changes, and changes of each
- * record before an id or an event id passes the 15 digits the API takes, or a version the 32 bits
- * PostgreSQL keeps: a backup nearer those ends was not made by a service in use (it would need a
- * billion writes after it) and would leave one that cannot go on.
- */
-export const ROOM = 1_000_000_000;
-const roomNote = (end: number, what: string) =>
-  `the service's ${what} end at ${end}, and a restore leaves room for ${ROOM} more`;
-
 /** The last moment either store can hold and the API can name (9999-12-31, in ms since the epoch). */
 const LAST_TIME = 253_402_300_799_999;
 
@@ -46,14 +36,33 @@ interface Range {
   note: string;
 }
 
-/** The whole numbers each field may be, from the service's own ranges. */
+const IDS = 'the ids the API takes; the service refuses a create past it';
+/**
+ * The whole numbers each field may be: the very ends the service keeps (write-rules.ts), so that
+ * whatever it holds, its backup restores, and whatever restores can be changed until a write
+ * would pass an end, which the API refuses with /problems/range-exhausted.
+ */
 export const RANGES: Readonly<Record<'id' | 'lastId' | 'changeVersion' | 'version' | 'time', Range>> = {
-  id: { min: 1, max: MAX_ID - ROOM, note: roomNote(MAX_ID, 'ids') },
-  lastId: { min: 0, max: MAX_ID - ROOM, note: roomNote(MAX_ID, 'ids') },
-  changeVersion: { min: 0, max: MAX_ID - ROOM, note: roomNote(MAX_ID, 'event ids (change versions)') },
-  version: { min: 1, max: MAX_RECORD_VERSION - ROOM, note: roomNote(MAX_RECORD_VERSION, 'record versions') },
+  id: { min: 1, max: MAX_ID, note: IDS },
+  lastId: { min: 0, max: MAX_ID, note: IDS },
+  changeVersion: {
+    min: 0,
+    max: MAX_ID,
+    note: 'the event ids the API takes; the service refuses a change past it',
+  },
+  version: {
+    min: 1,
+    max: MAX_RECORD_VERSION,
+    note: "PostgreSQL's INTEGER; the service refuses to change a record at it",
+  },
   time: { min: 0, max: LAST_TIME, note: 'ms since 1970-01-01, before the year 10000' },
 };
+
+/**
+ * A remembered key may be this far ahead of the restoring machine's clock (clocks of two machines
+ * differ), no further: a key from the future would not expire for as long as it is ahead.
+ */
+export const KEY_CLOCK_SKEW_MS = 24 * 60 * 60 * 1000;
 
 /** A line that is not what a backup holds there: the message names the field and the reason. */
 export class LineFault extends Error {
@@ -111,11 +120,16 @@ export function readHeader(value: unknown): Header {
 const RECORD_FIELDS = ['id', 'name', 'age', 'city', 'createdAt', 'updatedAt', 'version'] as const;
 const KEY_FIELDS = ['key', 'fingerprint', 'userId', 'createdAt'] as const;
 
-/** A record or key line, every field checked against the service's ranges and the header's last id. */
+/**
+ * A record or key line, every field checked against the service's ranges and the header's last id;
+ * `now` (ms since the epoch) is the restoring machine's clock, which a key may not be ahead of by
+ * more than KEY_CLOCK_SKEW_MS.
+ */
 export function readBodyLine(
   line: number,
   value: unknown,
   header: Header,
+  now: number = Date.now(),
 ): { record: StoredRecord } | { key: StoredKey } {
   if (Array.isArray(value) && value[0] === 'r' && value.length === RECORD_FIELDS.length + 1) {
     const [, id, name, age, city, createdAt, updatedAt, version] = value as unknown[];
@@ -128,6 +142,9 @@ export function readBodyLine(
       updatedAt: wholeNumber(line, 'updatedAt', updatedAt, RANGES.time),
       version: wholeNumber(line, 'version', version, RANGES.version),
     };
+    if (record.updatedAt < record.createdAt) {
+      throw new LineFault(line, `updatedAt ${record.updatedAt} is before createdAt ${record.createdAt}`);
+    }
     if (record.id > header.lastId) {
       throw new LineFault(line, `id ${record.id} is beyond the header's lastId ${header.lastId}`);
     }
@@ -156,7 +173,11 @@ export function readBodyLine(
       key,
       fingerprint,
       userId: wholeNumber(line, 'userId', userId, { ...RANGES.id, max: header.lastId, note: "the header's lastId" }),
-      createdAt: wholeNumber(line, 'createdAt', createdAt, RANGES.time),
+      createdAt: wholeNumber(line, 'createdAt', createdAt, {
+        min: RANGES.time.min,
+        max: Math.min(RANGES.time.max, now + KEY_CLOCK_SKEW_MS),
+        note: `a key is remembered for a day from its creation; up to ${KEY_CLOCK_SKEW_MS / 3_600_000} h ahead of this machine's clock is taken for a difference of clocks`,
+      }),
     };
     return { key: stored };
   }

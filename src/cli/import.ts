@@ -2,7 +2,7 @@ import { createReadStream, statSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import type { Config } from '../config/load.ts';
 import { openBulkStore } from '../store/bulk.ts';
-import type { UserInput } from '../store/store.ts';
+import { StoreAtEndError, type UserInput } from '../store/store.ts';
 import { checkRecord } from '../users/record-check.ts';
 import { LineTooLong } from './lines.ts';
 import { CommandFailed, openOutput, say, UsageError } from './output.ts';
@@ -192,6 +192,7 @@ export async function importCommand(config: Config, options: ImportOptions): Pro
     rejectsOutput?.discard();
     if (error instanceof FileFault || error instanceof LineTooLong)
       throw new CommandFailed(`${name} line ${error.line}: ${error.message}; nothing was stored`);
+    if (error instanceof StoreAtEndError) throw new CommandFailed(`${name}: ${error.message}; nothing was stored`);
     throw error;
   } finally {
     await bulk.close();

@@ -2,7 +2,7 @@ import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:ht
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter } from 'prom-client';
-import { StoreBusyError, StoreTimeoutError, StoreUnavailableError } from '../store/store.ts';
+import { StoreAtEndError, StoreBusyError, StoreTimeoutError, StoreUnavailableError } from '../store/store.ts';
 import { BODY_LIMIT, kib, URL_LIMIT } from './limits.ts';
 import {
   codeForStatus,
@@ -50,6 +50,7 @@ export function toHttpError(error: unknown): HttpError {
       headers: { 'retry-after': '1' },
     });
   }
+  if (error instanceof StoreAtEndError) return new HttpError('range-exhausted', error.message);
   if (error instanceof StoreTimeoutError) {
     return new HttpError('listing-timeout', LISTING_TIMEOUT, { headers: { 'retry-after': '1' } });
   }

@@ -15,6 +15,7 @@ export const PROBLEMS = {
   'uri-too-long': { status: 414, title: 'The request URL is too long' },
   'expectation-failed': { status: 417, title: 'Expectation failed' },
   'idempotency-key-record-deleted': { status: 409, title: 'The record this Idempotency-Key created was deleted' },
+  'range-exhausted': { status: 409, title: 'An id, change version or record version is at its end' },
   'idempotency-key-reused': { status: 422, title: 'The Idempotency-Key was used for another request' },
   'misdirected-request': { status: 421, title: 'This service does not answer to that host name' },
   'rate-limited': { status: 429, title: 'Too many requests' },

@@ -1,7 +1,7 @@
 import type { Config } from '../config/load.ts';
 import { openPostgresBulk } from './postgres/bulk.ts';
 import { openSqliteBulk } from './sqlite/bulk.ts';
-import type { ListFilter, ListOrder, User, UserInput } from './store.ts';
+import { type ListFilter, type ListOrder, MAX_ID, StoreAtEndError, type User, type UserInput } from './store.ts';
 
 /**
  * What the operator's commands need from storage, beside the service's store: whole-table work in
@@ -22,6 +22,20 @@ export interface StoredRecord {
 
 /** The largest record version both stores hold (PostgreSQL's users.version is an INTEGER). */
 export const MAX_RECORD_VERSION = 2_147_483_647;
+
+/**
+ * Refuses, before they are stored, more new records than the ends the service keeps leave room for
+ * (write-rules.ts): each takes an id and raises the change version by one. `at` is the database's
+ * change version and last id when the import began, `count` the records it holds with these.
+ */
+export function checkImportRoom(at: { version: number; lastId: number }, count: number): void {
+  const room = MAX_ID - Math.max(at.version, at.lastId);
+  if (count > room) {
+    throw new StoreAtEndError(
+      `the database has room for ${room} more records (its change version is ${at.version} and its last id ${at.lastId}, of at most ${MAX_ID})`,
+    );
+  }
+}
 
 /** A remembered Idempotency-Key; `createdAt` in ms since the epoch. */
 export interface StoredKey {

@@ -76,6 +76,12 @@ export interface ListOrder {
  */
 export type Precondition = { anyVersion: true } | { fingerprints: readonly string[] };
 
+/**
+ * The largest id, and event id (change version), the API's parameters take: 15 digits. The service
+ * creates and changes nothing past it (write-rules.ts), and a restore accepts up to it.
+ */
+export const MAX_ID = 999_999_999_999_999;
+
 export type WriteResult = { ok: true; user: User } | { ok: false; reason: 'not-found' | 'precondition-failed' };
 
 /** An `Idempotency-Key` and the fingerprint (a hash) of the request input it came with. */
@@ -224,6 +230,11 @@ export class StoreBusyError extends StoreUnavailableError {
 /** A listing was not read within the database time limit (waiting included) and was given up. */
 export class StoreTimeoutError extends StoreUnavailableError {
   override name = 'StoreTimeoutError';
+}
+
+/** A write would take an id, a change version or a record's version past its end (write-rules.ts). */
+export class StoreAtEndError extends Error {
+  override name = 'StoreAtEndError';
 }
 
 /** Whether a precondition admits the record as it is now. */

@@ -1,9 +1,11 @@
+import { MAX_RECORD_VERSION } from './bulk.ts';
 import {
   type ChangeKind,
   type CreateResult,
   type HookCursor,
   type HookFailure,
   type IdempotencyKey,
+  MAX_ID,
   type Precondition,
   preconditionHolds,
   type User,
@@ -46,6 +48,8 @@ interface StepArgs {
   hookRelease: { url: string; owner: string };
   /** The history the change versions count in now. */
   history: object;
+  /** The highest id ever given (deleted ones too): the next create gets the one after it. */
+  lastId: object;
 }
 
 /** A webhook URL's row: its cursor, and who holds a lease that has not run out. */
@@ -78,6 +82,7 @@ export interface StepResults {
   hookFail: undefined;
   hookRelease: undefined;
   history: string;
+  lastId: number;
 }
 
 export type StepName = keyof StepArgs;
@@ -106,13 +111,40 @@ export type WriteRequest =
   | { kind: 'advanceHook'; url: string; owner: string; cursor: HookCursor; leaseMs: number; failures: HookFailure[] }
   | { kind: 'releaseHook'; url: string; owner: string };
 
+/**
+ * A write refused because it would take a number past the end the service keeps: an id or a change
+ * version past MAX_ID (the 15 digits the API takes), or a record's version past MAX_RECORD_VERSION
+ * (PostgreSQL's INTEGER). A restore accepts up to these same ends, so whatever the service holds it
+ * can back up and restore; the store turns this value into a StoreAtEndError.
+ */
+export interface AtEnd {
+  atEnd: string;
+}
+
+export function isAtEnd(value: unknown): value is AtEnd {
+  return typeof value === 'object' && value !== null && 'atEnd' in value;
+}
+
+const atEnd = (detail: string): Outcome<AtEnd> => ({ value: { atEnd: detail } });
+const CHANGES_AT_END = atEnd(
+  `The database's change version is at its end (${MAX_ID}): it takes no more changes. Back up, and restore into a new database to start a new count.`,
+);
+const IDS_AT_END = atEnd(`The last id is at its end (${MAX_ID}): no more records can be created in this database.`);
+
+/** Refuses a create when the next id would pass MAX_ID. */
+function* idLeft(): Generator<Step, Outcome<AtEnd> | undefined, unknown> {
+  return (yield* run({ op: 'lastId' })) >= MAX_ID ? IDS_AT_END : undefined;
+}
+
 const NOT_FOUND = { ok: false, reason: 'not-found' } as const;
 const PRECONDITION_FAILED = { ok: false, reason: 'precondition-failed' } as const;
 
 /** Expired keys are deleted at most this often by each writer, in the write of a keyed create. */
 export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
-function* create(input: UserInput): Program<User> {
+function* create(input: UserInput): Program<User | AtEnd> {
+  const full = yield* idLeft();
+  if (full !== undefined) return full;
   const user = yield* run({ op: 'insert', input });
   return { value: user, change: { kind: 'created', user } };
 }
@@ -126,11 +158,19 @@ export function* remembered(key: IdempotencyKey): Generator<Step, CreateResult |
   return user === undefined ? { ok: false, reason: 'record-deleted' } : { ok: true, user, replayed: true };
 }
 
-function* createOnce(input: UserInput, key: IdempotencyKey, prune: boolean): Program<CreateResult> {
+function* createOnce(
+  input: UserInput,
+  key: IdempotencyKey,
+  prune: boolean,
+  changesLeft: boolean,
+): Program<CreateResult | AtEnd> {
   // Checked again inside the write: writes take turns, so a concurrent twin has either committed
   // its key or is earlier in this very transaction, and is seen here.
   const known = yield* remembered(key);
   if (known !== undefined) return { value: known };
+  if (!changesLeft) return CHANGES_AT_END;
+  const full = yield* idLeft();
+  if (full !== undefined) return full;
   if (prune) yield* run({ op: 'pruneKeys' });
   yield* run({ op: 'dropExpiredKey', key: key.key });
   const user = yield* run({ op: 'insert', input });
@@ -138,10 +178,15 @@ function* createOnce(input: UserInput, key: IdempotencyKey, prune: boolean): Pro
   return { value: { ok: true, user, replayed: false }, change: { kind: 'created', user } };
 }
 
-function* update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Program<WriteResult> {
+function* update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Program<WriteResult | AtEnd> {
   const current = yield* run({ op: 'lock', id });
   if (current === undefined) return { value: NOT_FOUND };
   if (!preconditionHolds(precondition, current)) return { value: PRECONDITION_FAILED };
+  if (current.version >= MAX_RECORD_VERSION) {
+    return atEnd(
+      `Record ${id} is at its last version (${MAX_RECORD_VERSION}): it cannot be changed again. Delete it and create it anew.`,
+    );
+  }
   const input = {
     name: changes.name ?? current.name,
     age: changes.age ?? current.age,
@@ -195,20 +240,26 @@ function* advanceHook(
 export class WriteRules {
   #prunedAt = 0;
 
-  program(request: WriteRequest): Program<unknown> {
+  /**
+   * The program of a request, in a transaction whose change version is `version` so far: a write
+   * that would take it past MAX_ID is refused (a keyed create only once its key is found new, so
+   * a retry still replays).
+   */
+  program(request: WriteRequest, version: number): Program<unknown> {
+    const changesLeft = version < MAX_ID;
     switch (request.kind) {
       case 'create':
-        return create(request.input);
+        return changesLeft ? create(request.input) : ended();
       case 'createOnce': {
         const now = Date.now();
         const prune = now - this.#prunedAt >= PRUNE_INTERVAL_MS;
         if (prune) this.#prunedAt = now;
-        return createOnce(request.input, request.key, prune);
+        return createOnce(request.input, request.key, prune, changesLeft);
       }
       case 'update':
-        return update(request.id, request.changes, request.precondition);
+        return changesLeft ? update(request.id, request.changes, request.precondition) : ended();
       case 'remove':
-        return remove(request.id, request.precondition);
+        return changesLeft ? remove(request.id, request.precondition) : ended();
       case 'claimHook':
         return claimHook(request.url, request.owner, request.leaseMs);
       case 'advanceHook':
@@ -220,6 +271,11 @@ export class WriteRules {
         })();
     }
   }
+}
+
+// eslint-disable-next-line require-yield -- a program of no steps
+function* ended(): Program<AtEnd> {
+  return CHANGES_AT_END;
 }
 
 /** Runs a program whose steps answer at once (SQLite). */

@@ -1,4 +1,5 @@
 import { type Static, type TSchema, Type } from 'typebox';
+import { MAX_ID } from '../store/store.ts';
 import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE } from './idempotency.ts';
 
 /**
@@ -69,8 +70,7 @@ function cap(rule: string): string {
 
 const Name = text('name', 'Alice');
 const City = text('city', 'Paris');
-/** The largest id, and event id (change version), the API's parameters take: 15 digits. */
-export const MAX_ID = 999_999_999_999_999;
+export { MAX_ID };
 
 /** How the document shows a number that is checked as text: an integer, to a client. */
 const integer = (minimum: number, maximum: number) => ({

@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
-import type { Change } from '../store.ts';
-import { runAwaiting, type WriteRequest, WriteRules } from '../write-rules.ts';
+import { type Change, StoreAtEndError } from '../store.ts';
+import { isAtEnd, runAwaiting, type WriteRequest, WriteRules } from '../write-rules.ts';
 import { execStep, logChanges, pruneChanges } from './statements.ts';
 
 /** The channel every commit with changes notifies, so other instances' streams wake at once. */
@@ -79,14 +79,14 @@ export class PostgresBatch {
   async #commit(jobs: Job[]): Promise<void> {
     try {
       const values = await this.#transaction(jobs);
-      jobs.forEach((job, i) => job.resolve(values[i]));
+      jobs.forEach((job, i) => deliver(job, values[i]));
     } catch (error) {
       if (jobs.length === 1 || this.#isConnectionFault(error)) {
         for (const job of jobs) job.reject(error);
         return;
       }
       for (const job of jobs) {
-        await this.#transaction([job]).then(([value]) => job.resolve(value), job.reject);
+        await this.#transaction([job]).then(([value]) => deliver(job, value), job.reject);
       }
     }
   }
@@ -108,7 +108,7 @@ export class PostgresBatch {
       const changes: Change[] = [];
       const at = new Date();
       for (const job of jobs) {
-        const outcome = await runAwaiting(this.#rules.program(job.request), (step) => execStep(client, step));
+        const outcome = await runAwaiting(this.#rules.program(job.request, version), (step) => execStep(client, step));
         if (outcome.change !== undefined) changes.push({ version: ++version, ...outcome.change, at });
         values.push(outcome.value);
       }
@@ -142,4 +142,10 @@ export class PostgresBatch {
       throw error;
     }
   }
+}
+
+/** A write's answer, or its refusal at an end the service keeps. */
+function deliver(job: Job, value: unknown): void {
+  if (isAtEnd(value)) job.reject(new StoreAtEndError(value.atEnd));
+  else job.resolve(value);
 }

@@ -6,6 +6,7 @@ import {
   RestoreRefused,
   type Snapshot,
   type StoredKey,
+  checkImportRoom,
 } from '../bulk.ts';
 import { DEFAULT_CHANGES_RETENTION_MS, fold, type UserInput } from '../store.ts';
 import { copyIn, type CopyIn, copyOut, copyText } from './copy-text.ts';
@@ -132,7 +133,16 @@ class PostgresBulk implements BulkStore {
   async importer(): Promise<Importer> {
     const client = await this.#begin();
     let makeIndexes: () => Promise<void>;
+    let at: { version: number; lastId: number };
     try {
+      // The sequence is not rolled back with the import: ids past the end are refused before COPY takes them.
+      const { rows } = await guarded(() =>
+        client.query<{ version: string; last: string }>(
+          `SELECT version, coalesce(pg_sequence_last_value(pg_get_serial_sequence('users', 'id')::regclass), 0) AS last
+           FROM store_version`,
+        ),
+      );
+      at = { version: Number(rows[0]?.version), lastId: Number(rows[0]?.last) };
       makeIndexes = await guarded(() => this.#deferIndexes(client));
     } catch (error) {
       await this.#rollback(client);
@@ -143,6 +153,7 @@ class PostgresBulk implements BulkStore {
     return {
       add: async (rows: readonly UserInput[]) => {
         if (rows.length === 0) return;
+        checkImportRoom(at, count + rows.length);
         copy ??= copyIn(client, 'COPY users (name, age, city, name_folded, city_folded) FROM STDIN');
         let lines = '';
         for (const { name, age, city } of rows) {

@@ -48,7 +48,8 @@ function queryOf(step: Step): QueryConfig {
       return {
         name: 'users-update',
         text: `UPDATE users SET name = $2, age = $3, city = $4, name_folded = $5, city_folded = $6,
-               updated_at = date_trunc('milliseconds', now()), version = version + 1 WHERE id = $1 RETURNING ${COLUMNS}`,
+               updated_at = greatest(date_trunc('milliseconds', now()), created_at), version = version + 1
+               WHERE id = $1 RETURNING ${COLUMNS}`,
         values: [
           step.id,
           step.input.name,
@@ -85,6 +86,12 @@ function queryOf(step: Step): QueryConfig {
         name: 'hook-row',
         text: 'SELECT version, owner, lease_until > now() AS lease_live FROM webhook_cursors WHERE url = $1',
         values: [step.url],
+      };
+    case 'lastId':
+      // The sequence is not rolled back with a transaction: the next id is the one after its value.
+      return {
+        name: 'users-last-id',
+        text: `SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('users', 'id')::regclass), 0) AS last`,
       };
     case 'history':
       return { name: 'changes-history', text: 'SELECT changes_history FROM store_version' };
@@ -195,6 +202,8 @@ export async function execStep(db: Pool | PoolClient, step: Step): Promise<unkno
     }
     case 'history':
       return (rows[0] as { changes_history: string }).changes_history;
+    case 'lastId':
+      return Number((rows[0] as { last: string }).last);
     case 'findKey': {
       const row = rows[0] as { fingerprint: string; user_id: string } | undefined;
       return row === undefined

@@ -7,6 +7,7 @@ import {
   type Snapshot,
   type StoredKey,
   type StoredRecord,
+  checkImportRoom,
 } from '../bulk.ts';
 import { fold, type UserInput } from '../store.ts';
 import { openDatabase } from './open.ts';
@@ -99,6 +100,11 @@ class SqliteBulk implements BulkStore {
       `INSERT INTO users (name, age, city, created_at, updated_at, name_folded, city_folded) VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
     this.#begin();
+    const at = {
+      version: db.prepare<[], number>('SELECT version FROM store_version').pluck().get() as number,
+      lastId:
+        (db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'users'`).pluck().get() as number | undefined) ?? 0,
+    };
     const fillSearch = this.#deferSearchIndex();
     const makeIndexes = this.#deferIndexes();
     let firstId: number | undefined;
@@ -106,6 +112,7 @@ class SqliteBulk implements BulkStore {
     let count = 0;
     return {
       add: async (rows: readonly UserInput[]) => {
+        checkImportRoom(at, count + rows.length);
         const now = Date.now();
         for (const { name, age, city } of rows) {
           lastId = Number(insert.run(name, age, city, now, now, fold(name), fold(city)).lastInsertRowid);

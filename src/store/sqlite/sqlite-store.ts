@@ -15,13 +15,14 @@ import {
   type ListOrder,
   narrows,
   type Precondition,
+  StoreAtEndError,
   StoreUnavailableError,
   type User,
   type UserInput,
   type UserStore,
   type WriteResult,
 } from '../store.ts';
-import { remembered, runNow, type WriteRequest } from '../write-rules.ts';
+import { isAtEnd, remembered, runNow, type WriteRequest } from '../write-rules.ts';
 import { FileGuard } from './file-guard.ts';
 import { openDatabase } from './open.ts';
 import { ReaderPool } from './reader-pool.ts';
@@ -345,7 +346,8 @@ export class SqliteStore implements UserStore {
 function settle(jobs: Job[], outcomes: JobOutcome[]): void {
   jobs.forEach((job, i) => {
     const outcome = outcomes[i];
-    if (outcome?.ok === true) job.resolve(outcome.value);
+    if (outcome?.ok === true && isAtEnd(outcome.value)) job.reject(new StoreAtEndError(outcome.value.atEnd));
+    else if (outcome?.ok === true) job.resolve(outcome.value);
     else if (outcome?.fault.unavailable === true) job.reject(new StoreUnavailableError(outcome.fault.message));
     else job.reject(new Error(outcome?.fault.message ?? 'the writer gave no outcome'));
   });

@@ -278,6 +278,7 @@ export class WriteStatements {
   readonly #lowestCursor: Statement<[], number | null>;
   readonly #prune: Statement<[number]>;
   readonly #setFloor: Statement<[number]>;
+  readonly #lastId: Statement<[], number | undefined>;
 
   constructor(db: Database.Database) {
     this.reads = new ReadStatements(db);
@@ -306,10 +307,13 @@ export class WriteStatements {
       `INSERT INTO users (name, age, city, created_at, updated_at, name_folded, city_folded)
        VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *`,
     );
+    // Never before its creation, though the clock went back (or a restore set a later createdAt):
+    // a backup refuses a record changed before it was created.
     this.#update = db.prepare(
-      `UPDATE users SET name = ?, age = ?, city = ?, name_folded = ?, city_folded = ?, updated_at = ?,
-       version = version + 1 WHERE id = ? RETURNING *`,
+      `UPDATE users SET name = ?, age = ?, city = ?, name_folded = ?, city_folded = ?,
+       updated_at = max(?, created_at), version = version + 1 WHERE id = ? RETURNING *`,
     );
+    this.#lastId = db.prepare<[], number | undefined>(`SELECT seq FROM sqlite_sequence WHERE name = 'users'`).pluck();
     this.#delete = db.prepare('DELETE FROM users WHERE id = ?');
     this.#insertKey = db.prepare(
       'INSERT INTO idempotency_keys (key, fingerprint, user_id, created_at) VALUES (?, ?, ?, ?)',
@@ -380,6 +384,8 @@ export class WriteStatements {
         const { name, age, city } = step.input;
         return toUser(this.#update.get(name, age, city, fold(name), fold(city), Date.now(), step.id) as UserRow);
       }
+      case 'lastId':
+        return this.#lastId.get() ?? 0;
       case 'delete':
         this.#delete.run(step.id);
         return undefined;

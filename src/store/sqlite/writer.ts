@@ -108,7 +108,7 @@ export class SqliteWriter {
       for (const request of requests) {
         savepoint.run();
         try {
-          const outcome = runNow(this.#rules.program(request), (step) => this.#statements.exec(step));
+          const outcome = runNow(this.#rules.program(request, version), (step) => this.#statements.exec(step));
           if (outcome.change !== undefined) {
             const change = { version: version + 1, ...outcome.change, at };
             this.#statements.logChange(change);
