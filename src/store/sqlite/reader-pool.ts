@@ -18,14 +18,18 @@ interface Job {
   resolve(value: unknown): void;
   reject(error: Error): void;
   timer: NodeJS.Timeout;
+  /** Answered (also when given up while its thread still reads it). */
+  settled: boolean;
 }
 
 interface Reader {
   worker: Worker;
+  /** Set to 1 to give up the read it runs (reader-thread.ts checks it between statements). */
+  cancel: Int32Array;
   ready: boolean;
-  /** The read it runs now. */
+  /** The read it runs now, answered or not: the thread takes another once it reports this one done. */
   job: Job | undefined;
-  /** Given up (a read ran past its time, or its connection is suspect): it takes no more reads. */
+  /** Being ended (the store closes, or its connection is suspect): it takes no more reads. */
   retiring: boolean;
 }
 
@@ -38,12 +42,13 @@ const RESTART_INTERVAL_MS = 1000;
  * second per million), and the event loop meanwhile answers everything else. One thread starts with
  * the store, the others when reads wait for one. Reads wait in order for a free thread, at most
  * `queueLimit` of them; a read not done within `timeoutMs` (waiting included) is answered
- * StoreTimeoutError, and its thread, if it was running, is terminated: SQLite cannot be interrupted
- * from outside, so the thread still finishes the statement it is in, and its replacement starts only
- * once it has ended, so no more than `threads` threads ever read at once.
+ * StoreTimeoutError at once. If it was running, its thread is told to give it up: SQLite cannot be
+ * interrupted from outside (better-sqlite3 has no interrupt, and a terminated thread would still
+ * finish its statement first), so the thread stops after the statement it is in and takes the next
+ * read; no more than `threads` threads ever read at once.
  */
 export class ReaderPool {
-  readonly #data: ReaderData;
+  readonly #path: string;
   readonly #settings: ReaderSettings;
   readonly #readers = new Set<Reader>();
   readonly #exits = new Set<Promise<void>>();
@@ -52,7 +57,7 @@ export class ReaderPool {
   #closed = false;
 
   private constructor(path: string, settings: ReaderSettings) {
-    this.#data = { path, busyTimeoutMs: settings.busyTimeoutMs };
+    this.#path = path;
     this.#settings = settings;
   }
 
@@ -88,6 +93,7 @@ export class ReaderPool {
         resolve,
         reject,
         timer: setTimeout(() => this.#expire(job), this.#settings.timeoutMs),
+        settled: false,
       };
       job.timer.unref();
       this.#waiting.push(job);
@@ -110,6 +116,7 @@ export class ReaderPool {
   }
 
   #run(reader: Reader, job: Job): void {
+    Atomics.store(reader.cancel, 0, 0);
     reader.job = job;
     reader.worker.ref();
     reader.worker.postMessage({ request: job.request } satisfies ToReader);
@@ -117,8 +124,19 @@ export class ReaderPool {
 
   /** Starts a thread; resolves once it has opened the database, rejects if it could not. */
   #spawn(): Promise<void> {
-    const worker = startThread('sqlite-reader', './reader-thread.ts', this.#data);
-    const reader: Reader = { worker, ready: false, job: undefined, retiring: false };
+    const data: ReaderData = {
+      path: this.#path,
+      busyTimeoutMs: this.#settings.busyTimeoutMs,
+      cancel: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT),
+    };
+    const worker = startThread('sqlite-reader', './reader-thread.ts', data);
+    const reader: Reader = {
+      worker,
+      cancel: new Int32Array(data.cancel),
+      ready: false,
+      job: undefined,
+      retiring: false,
+    };
     this.#readers.add(reader);
     let started: { resolve(): void; reject(error: Error): void } | undefined;
     const ready = new Promise<void>((resolve, reject) => {
@@ -170,14 +188,14 @@ export class ReaderPool {
     return ready;
   }
 
-  /** Ends a thread; it stays counted (so no replacement starts) until it has exited. */
+  /** Ends a thread; it stays counted (so no other starts in its place) until it has exited. */
   #retire(reader: Reader): void {
     if (reader.retiring) return;
     reader.retiring = true;
     void reader.worker.terminate();
   }
 
-  /** A read not done in time: answered now; its thread, if it was running it, is ended. */
+  /** A read not done in time: answered now; its thread, if it was running it, gives it up. */
   #expire(job: Job): void {
     const at = this.#waiting.indexOf(job);
     if (at !== -1) {
@@ -189,8 +207,7 @@ export class ReaderPool {
     }
     for (const reader of this.#readers) {
       if (reader.job !== job) continue;
-      reader.job = undefined;
-      this.#retire(reader);
+      Atomics.store(reader.cancel, 0, 1);
       return this.#settle(
         job,
         new StoreTimeoutError(`database timeout: a read ran over ${this.#settings.timeoutMs} ms`),
@@ -199,6 +216,8 @@ export class ReaderPool {
   }
 
   #settle(job: Job, error: Error | undefined, value?: unknown): void {
+    if (job.settled) return;
+    job.settled = true;
     clearTimeout(job.timer);
     if (error === undefined) job.resolve(value);
     else job.reject(error);

@@ -32,6 +32,8 @@ export interface ReaderData {
   path: string;
   /** SQLite's own wait for a lock: here it holds only this thread, never the event loop. */
   busyTimeoutMs: number;
+  /** One Int32 the main thread sets to 1 when it gives up the read running (see `given up`). */
+  cancel: SharedArrayBuffer;
 }
 
 // A reader thread: its own read-only connection to the file, one read transaction per request, so
@@ -40,7 +42,17 @@ export interface ReaderData {
 const port = parentPort;
 if (port === null) throw new Error('reader-thread.ts runs as a worker thread');
 const send = (message: FromReader) => port.postMessage(message);
-const { path, busyTimeoutMs } = workerData as ReaderData;
+const { path, busyTimeoutMs, cancel } = workerData as ReaderData;
+const cancelled = new Int32Array(cancel);
+
+/**
+ * Between statements, a read the main thread gave up (past its time) stops: SQLite cannot be
+ * interrupted inside a statement, but a listing read as several (a sort read group by group) ends
+ * after the one it is in, and the thread takes the next read.
+ */
+const givenUp = () => {
+  if (Atomics.load(cancelled, 0) === 1) throw new Error('the read was given up');
+};
 
 /**
  * The niceness of a reader thread (Linux: per thread): when the cores are all busy, the event loop,
@@ -60,7 +72,7 @@ try {
   db = new Database(path, { readonly: true, fileMustExist: true, timeout: busyTimeoutMs });
   // As the main connection (open.ts): pages read again stay in memory, filled only as they are read.
   db.pragma('cache_size = -32768');
-  reads = new ReadStatements(db);
+  reads = new ReadStatements(db, givenUp);
   send({ type: 'ready' });
 } catch (error) {
   send({ type: 'failed', message: (error as Error).message });

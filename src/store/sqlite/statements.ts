@@ -91,9 +91,12 @@ export class ReadStatements {
   readonly #log: Statement<[], { version: number; changes_floor: number; changes_history: string }>;
   readonly #changes: Statement<[number, number], ChangeRow>;
   readonly #hook: Statement<[string], { version: number; owner: string | null; lease_until: number }>;
+  readonly #checkpoint: (() => void) | undefined;
 
-  constructor(db: Database.Database) {
+  /** `checkpoint` runs before each listing statement: a reader thread's read given up throws there. */
+  constructor(db: Database.Database, checkpoint?: () => void) {
     this.#db = db;
+    this.#checkpoint = checkpoint;
     this.#log = db.prepare('SELECT version, changes_floor, changes_history FROM store_version');
     this.#changes = db.prepare('SELECT * FROM changes WHERE version > ? ORDER BY version LIMIT ?');
     this.#hook = db.prepare('SELECT version, owner, lease_until FROM webhook_cursors WHERE url = ?');
@@ -230,6 +233,7 @@ export class ReadStatements {
 
   /** A listing statement, prepared once while it is among the STATEMENTS_KEPT most recently used. */
   #statement(text: string): Statement<unknown[], UserRow> {
+    this.#checkpoint?.();
     let statement = this.#lists.get(text);
     if (statement === undefined) {
       statement = this.#db.prepare(text);
