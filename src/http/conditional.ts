@@ -17,12 +17,6 @@ export function parseEntityTags(header: string): '*' | EntityTag[] {
   return tags;
 }
 
-/** If-Match uses strong comparison: a weak tag never matches. */
-export function ifMatchHolds(header: string, etag: string): boolean {
-  const tags = parseEntityTags(header);
-  return tags === '*' || tags.some((tag) => !tag.weak && tag.opaque === etag);
-}
-
 /** If-None-Match uses weak comparison; false means the client's copy is current (answer 304). */
 function ifNoneMatchHolds(header: string, etag: string): boolean {
   const tags = parseEntityTags(header);
