@@ -409,6 +409,7 @@ for (const backend of available) {
           await write({ method: 'POST', url: '/users?name=New&age=3&city=There' }, idAtEnd, (location) => {
             assert.equal(location, `/users/${lastId + 1}`);
             lastId++;
+            versions.set(lastId, 1);
           });
           for (const url of [`/users?id.gte=${backup.records[0]?.id}&sort=-updatedAt`, `/users/${put.id}`]) {
             const answer = await service.app.inject({ url });
