@@ -32,7 +32,7 @@ export interface ReaderData {
   path: string;
   /** SQLite's own wait for a lock: here it holds only this thread, never the event loop. */
   busyTimeoutMs: number;
-  /** One Int32 the main thread sets to 1 when it gives up the read running (see `given up`). */
+  /** One Int32 the main thread sets to 1 when it gives up the read running (see `givenUp` below). */
   cancel: SharedArrayBuffer;
 }
 
