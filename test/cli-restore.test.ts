@@ -19,7 +19,7 @@ import { RANGES } from '../src/cli/backup-format.ts';
 import { loadConfig } from '../src/config/load.ts';
 import { openBulkStore } from '../src/store/bulk.ts';
 import { startApp } from './helpers/app.ts';
-import { BACKENDS, type Backend, type Database } from './helpers/backends.ts';
+import { BACKENDS, databases } from './helpers/backends.ts';
 import { BIN, runCli } from './helpers/cli.ts';
 import { scaled } from './helpers/scale.ts';
 import { tempDir } from './helpers/server.ts';
@@ -29,19 +29,6 @@ import { tempDir } from './helpers/server.ts';
 // left a database the service could not go on with.
 
 const available = BACKENDS.filter((backend) => backend.skip === false);
-
-/** Fresh databases of `backend`, dropped after the suite. */
-function databases(backend: Backend): () => Promise<Database> {
-  const made: Database[] = [];
-  after(async () => {
-    for (const database of made) await database.drop();
-  });
-  return async () => {
-    const database = await backend.fresh();
-    made.push(database);
-    return database;
-  };
-}
 
 /**
  * What a database holds, read in this process through the commands' own snapshot (no process to

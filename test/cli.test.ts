@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { COMMANDS } from '../src/cli/commands.ts';
 import { csvLine } from '../src/cli/csv-records.ts';
-import { BACKENDS, type Backend, type Database } from './helpers/backends.ts';
+import { BACKENDS, type Backend, databases } from './helpers/backends.ts';
 import { BIN, PACKAGE_BIN, runCli } from './helpers/cli.ts';
 import { readmeExamples } from './helpers/readme-examples.ts';
 import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
@@ -58,19 +58,6 @@ describe('user-records: help, version, usage', () => {
     });
   }
 });
-
-/** A fresh database of the backend for each test that asks. */
-function databases(backend: Backend): () => Promise<Database> {
-  const made: Database[] = [];
-  after(async () => {
-    for (const database of made) await database.drop();
-  });
-  return async () => {
-    const database = await backend.fresh();
-    made.push(database);
-    return database;
-  };
-}
 
 const listing = async (url: string) =>
   (

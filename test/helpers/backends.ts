@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { after } from 'node:test';
 import { join } from 'node:path';
 import pg from 'pg';
 import { tempDir } from './server.ts';
@@ -97,3 +98,16 @@ const postgresql: Backend = {
 };
 
 export const BACKENDS: readonly Backend[] = [sqlite, postgresql];
+
+/** Fresh databases of `backend` for each test that asks, dropped after the suite. */
+export function databases(backend: Backend): () => Promise<Database> {
+  const made: Database[] = [];
+  after(async () => {
+    for (const database of made) await database.drop();
+  });
+  return async () => {
+    const database = await backend.fresh();
+    made.push(database);
+    return database;
+  };
+}
