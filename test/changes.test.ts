@@ -405,6 +405,9 @@ for (const backend of BACKENDS) {
         env: { DATABASE_URL: env.DATABASE_URL },
       });
       assert.equal(restored.code, 0, restored.stderr);
+      // The restore went back to version 5 from 10: a stream with no id still starts, from now.
+      const now = await fetch(`${server.url}/users/events`, { method: 'HEAD' });
+      assert.equal(now.status, 200, 'a new stream right after a restore to an older moment');
       // The new history's versions 6 to 10 repeat the old one's: both kinds of client must notice.
       const after: number[] = [];
       for (let n = 0; n < 6; n++) after.push(await create(`after${n}`));

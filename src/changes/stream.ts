@@ -137,7 +137,10 @@ export function registerEventStream(
       try {
         const log = await store.changes(0, 0);
         from = requested ?? log.version;
-        if (from < log.floor || from > log.version) {
+        // Without an id the stream starts from now, whatever the floor: after a restore to an older
+        // moment the floor stays above the restored version (ids of the old history up to its last
+        // version must answer 410), and a new follower must still be able to start.
+        if (requested !== undefined && (from < log.floor || from > log.version)) {
           throw new HttpError(
             'event-id-expired',
             from > log.version

@@ -50,7 +50,7 @@ export async function backupCommand(config: Config, options: { file: string; qui
     await snapshot.end();
     await put(output.stream, `${JSON.stringify({ end: { records, keys, sha256: hash.digest('hex') } })}\n`);
     await output.finish();
-    progress.stop();
+    progress.finish();
     process.stdout.write(
       `backed up ${records} records and ${keys} idempotency keys at change version ${snapshot.version} to ${options.file}\n`,
     );

@@ -121,7 +121,7 @@ export async function exportCommand(
     if (format === 'json') await put(out, TAIL);
     await snapshot.end();
     await output.finish();
-    progress.stop();
+    progress.finish();
     if (options.file !== undefined && options.file !== '-') {
       process.stderr.write(`exported ${rows} records to ${options.file} (change version ${snapshot.version})\n`);
     }

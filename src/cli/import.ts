@@ -152,7 +152,7 @@ export async function importCommand(config: Config, options: ImportOptions): Pro
       progress.update(good + bad, seen.bytes);
     }
     progress.update(good + bad, seen.bytes);
-    progress.stop();
+    progress.finish();
     if (bad > listed)
       say(`... and ${bad - listed} more bad rows (only the first ${listed} are listed; see --max-errors)`);
     await sending;

@@ -5,13 +5,13 @@ const LINE_INTERVAL_MS = 1000;
 
 /**
  * Progress of a long command on standard error: a bar with rows, rows/s and the time left on a
- * terminal (when the total is known), plain lines once a second otherwise, nothing with --quiet.
+ * terminal (when the total is known), plain lines once a second and at the end otherwise, nothing with --quiet.
  */
 export class Progress {
   readonly #label: string;
   readonly #total: number | undefined;
   readonly #bar: cliProgress.SingleBar | undefined;
-  readonly #plain: boolean;
+  #plain: boolean;
   readonly #started = performance.now();
   #lastLine = performance.now();
   #rows = 0;
@@ -63,7 +63,18 @@ export class Progress {
     return `${this.#label}: ${this.#rows} rows, ${this.#rate(now)} rows/s${share}`;
   }
 
+  /** The command's work is done: the last frame, or the last line (so that every plain run has one, however short). */
+  finish(): void {
+    if (this.#plain) {
+      this.#plain = false;
+      process.stderr.write(`${this.#line(performance.now())}\n`);
+    }
+    this.stop();
+  }
+
+  /** Ends the bar where it is (a failure: no last line). */
   stop(): void {
+    this.#plain = false;
     if (this.#bar !== undefined) {
       this.#bar.update(this.#done, { rows: this.#rows, rate: this.#rate(performance.now()) });
       this.#bar.stop();

@@ -198,7 +198,7 @@ async function restore(
       }
       holdSignals();
       await restorer.commit({ version: header.changeVersion, lastId: header.lastId });
-      progress.stop();
+      progress.finish();
     } catch (error) {
       progress.stop();
       await restorer.abort().catch(() => undefined);

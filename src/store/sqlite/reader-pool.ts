@@ -18,6 +18,8 @@ interface Job {
   resolve(value: unknown): void;
   reject(error: Error): void;
   timer: NodeJS.Timeout;
+  /** When the read is due (performance.now()): a result that comes later is given up like one the timer caught. */
+  deadline: number;
   /** Answered (also when given up while its thread still reads it). */
   settled: boolean;
 }
@@ -93,6 +95,7 @@ export class ReaderPool {
         resolve,
         reject,
         timer: setTimeout(() => this.#expire(job), this.#settings.timeoutMs),
+        deadline: performance.now() + this.#settings.timeoutMs,
         settled: false,
       };
       job.timer.unref();
@@ -161,7 +164,10 @@ export class ReaderPool {
           reader.job = undefined;
           if (!reader.retiring) worker.unref();
           if (job !== undefined) {
-            if (message.ok) this.#settle(job, undefined, message.value);
+            // On a busy machine the thread's answer and the due timer can reach this thread in the
+            // same turn, the answer first: the deadline decides, not the order they were seen in.
+            if (performance.now() > job.deadline) this.#settle(job, this.#overTime());
+            else if (message.ok) this.#settle(job, undefined, message.value);
             else if (message.fault.unavailable) this.#settle(job, new StoreUnavailableError(message.fault.message));
             else this.#settle(job, new Error(message.fault.message));
           }
@@ -208,11 +214,12 @@ export class ReaderPool {
     for (const reader of this.#readers) {
       if (reader.job !== job) continue;
       Atomics.store(reader.cancel, 0, 1);
-      return this.#settle(
-        job,
-        new StoreTimeoutError(`database timeout: a read ran over ${this.#settings.timeoutMs} ms`),
-      );
+      return this.#settle(job, this.#overTime());
     }
+  }
+
+  #overTime(): StoreTimeoutError {
+    return new StoreTimeoutError(`database timeout: a read ran over ${this.#settings.timeoutMs} ms`);
   }
 
   #settle(job: Job, error: Error | undefined, value?: unknown): void {
