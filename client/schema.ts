@@ -1456,6 +1456,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A number the write needs is at its end (an id or the change version past 999,999,999,999,999, or the record version past 2,147,483,647); nothing was changed. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body is larger than 64 KiB. */
             413: {
                 headers: {
@@ -1975,6 +1984,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A number the write needs is at its end (an id or the change version past 999,999,999,999,999, or the record version past 2,147,483,647); nothing was changed. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description If-Match did not match the current ETag; nothing was changed. */
             412: {
                 headers: {
@@ -2136,6 +2154,15 @@ export interface operations {
             };
             /** @description No record with that id, or an id that is not a positive integer. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A number the write needs is at its end (an id or the change version past 999,999,999,999,999, or the record version past 2,147,483,647); nothing was changed. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2426,6 +2453,15 @@ export interface operations {
             };
             /** @description No record with that id, or an id that is not a positive integer. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A number the write needs is at its end (an id or the change version past 999,999,999,999,999, or the record version past 2,147,483,647); nothing was changed. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -398,6 +398,16 @@ for (const backend of available) {
             lastId++;
             versions.set(lastId, 1);
           });
+          // A record that is not there is 404 at an end too: the end is said only of a write that would happen.
+          let missing = 1;
+          while (versions.has(missing)) missing++;
+          for (const [method, url] of [
+            ['PATCH', `/users/${missing}?age=4`],
+            ['DELETE', `/users/${missing}`],
+          ] as const) {
+            const answer = await service.app.inject({ method, url });
+            assert.equal(answer.statusCode, 404, `${method} ${url}: ${answer.body}`);
+          }
           for (const url of [`/users?id.gte=${backup.records[0]?.id}&sort=-updatedAt`, `/users/${put.id}`]) {
             const answer = await service.app.inject({ url });
             assert.equal(answer.statusCode, 200, `${answer.statusCode} ${answer.body}`);

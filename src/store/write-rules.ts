@@ -178,10 +178,16 @@ function* createOnce(
   return { value: { ok: true, user, replayed: false }, change: { kind: 'created', user } };
 }
 
-function* update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Program<WriteResult | AtEnd> {
+function* update(
+  id: number,
+  changes: Partial<UserInput>,
+  precondition: Precondition | undefined,
+  changesLeft: boolean,
+): Program<WriteResult | AtEnd> {
   const current = yield* run({ op: 'lock', id });
   if (current === undefined) return { value: NOT_FOUND };
   if (!preconditionHolds(precondition, current)) return { value: PRECONDITION_FAILED };
+  if (!changesLeft) return CHANGES_AT_END;
   if (current.version >= MAX_RECORD_VERSION) {
     return atEnd(
       `Record ${id} is at its last version (${MAX_RECORD_VERSION}): it cannot be changed again. Delete it and create it anew.`,
@@ -196,10 +202,15 @@ function* update(id: number, changes: Partial<UserInput>, precondition?: Precond
   return { value: { ok: true, user }, change: { kind: 'updated', user } };
 }
 
-function* remove(id: number, precondition?: Precondition): Program<WriteResult> {
+function* remove(
+  id: number,
+  precondition: Precondition | undefined,
+  changesLeft: boolean,
+): Program<WriteResult | AtEnd> {
   const current = yield* run({ op: 'lock', id });
   if (current === undefined) return { value: NOT_FOUND };
   if (!preconditionHolds(precondition, current)) return { value: PRECONDITION_FAILED };
+  if (!changesLeft) return CHANGES_AT_END;
   yield* run({ op: 'delete', id });
   return { value: { ok: true, user: current }, change: { kind: 'deleted', user: current } };
 }
@@ -243,7 +254,8 @@ export class WriteRules {
   /**
    * The program of a request, in a transaction whose change version is `version` so far: a write
    * that would take it past MAX_ID is refused (a keyed create only once its key is found new, so
-   * a retry still replays).
+   * a retry still replays; a change or deletion only once its record is found and its precondition
+   * holds, so a missing record is still 404 and a stale one 412).
    */
   program(request: WriteRequest, version: number): Program<unknown> {
     const changesLeft = version < MAX_ID;
@@ -257,9 +269,9 @@ export class WriteRules {
         return createOnce(request.input, request.key, prune, changesLeft);
       }
       case 'update':
-        return changesLeft ? update(request.id, request.changes, request.precondition) : ended();
+        return update(request.id, request.changes, request.precondition, changesLeft);
       case 'remove':
-        return changesLeft ? remove(request.id, request.precondition) : ended();
+        return remove(request.id, request.precondition, changesLeft);
       case 'claimHook':
         return claimHook(request.url, request.owner, request.leaseMs);
       case 'advanceHook':

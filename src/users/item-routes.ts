@@ -53,7 +53,7 @@ export function registerItemRoutes(app: FastifyInstance, store: UserStore): void
 
   const writeResponses = {
     200: jsonResponse(UsersEnvelope, 'The record as stored now.', ETAG),
-    ...problemResponses(400, 404, 412, 413, 500, 503),
+    ...problemResponses(400, 404, 409, 412, 413, 500, 503),
   };
 
   api.put(
@@ -110,7 +110,7 @@ export function registerItemRoutes(app: FastifyInstance, store: UserStore): void
         headers: WriteHeaders,
         response: {
           200: jsonResponse(UsersEnvelope, 'The record just deleted.'),
-          ...problemResponses(400, 404, 412, 413, 500, 503),
+          ...problemResponses(400, 404, 409, 412, 413, 500, 503),
         },
       },
     },
