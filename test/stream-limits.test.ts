@@ -5,6 +5,8 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, describe, it } from 'node:test';
+import pg from 'pg';
+import { type Backend, BACKENDS } from './helpers/backends.ts';
 import { type Answer, assertProblem, call } from './helpers/http.ts';
 import { statusMB } from '../bench/proc-stats.ts';
 import { openConnections } from './helpers/proc-stats.ts';
@@ -330,5 +332,58 @@ describe('event-stream limits', () => {
       `the service's RSS (MB): ${before.toFixed(0)} before, ${during.toFixed(0)} after the writes, peak ${peak.toFixed(0)}, ${left.toFixed(0)} once the streams left`,
     );
     assert.ok(peak < 400, `peak RSS ${peak.toFixed(0)} MB`);
+  });
+});
+
+// Review: a place was taken before the first read of the log and given back only by listeners added
+// after it, so a client that left during that read (a round trip to PostgreSQL) held its place for
+// good. The read is held here by a lock on the table it reads, and the client leaves meanwhile.
+const postgresql = BACKENDS.find((backend) => backend.name === 'postgresql') as Backend;
+describe('event-stream places [postgresql]', { skip: postgresql.skip }, () => {
+  it('a client that leaves while its stream waits for the database gives its place back', async () => {
+    const database = await postgresql.fresh();
+    const server = await startServer({
+      DATABASE_URL: database.url,
+      RATE_LIMIT: 'off',
+      MAX_SUBSCRIBERS_PER_CLIENT: '1',
+    });
+    const locker = new pg.Client({ connectionString: database.url });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE store_version IN ACCESS EXCLUSIVE MODE');
+      const waiting = async () =>
+        Number(
+          (
+            await locker.query(
+              `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+            )
+          ).rows[0].n,
+        );
+      const before = await waiting();
+      const leaving = request(`${server.url}/users/events`);
+      leaving.on('error', () => undefined);
+      leaving.end();
+      for (let tries = 0; (await waiting()) <= before; tries++) {
+        assert.ok(tries < 400, 'the stream never asked the database');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      leaving.destroy();
+      // Time for the service to see the client gone while its read still waits (should it see it
+      // only later, its listeners give the place back and the test passes either way).
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await locker.query('COMMIT');
+      let status = 0;
+      for (let tries = 0; tries < 100 && status !== 200; tries++) {
+        const answer = await fetch(`${server.url}/users/events`, { method: 'HEAD' });
+        status = answer.status;
+        if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.equal(status, 200, 'the place of the client that left is free');
+    } finally {
+      await locker.end();
+      await server.stop();
+      await database.drop();
+    }
   });
 });

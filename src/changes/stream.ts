@@ -152,6 +152,13 @@ export function registerEventStream(
         place();
         throw error;
       }
+      // The client may have gone while the log was read (a round trip to PostgreSQL): the listeners
+      // that give the place back are not there yet, so it is given back here.
+      const socket = request.raw.socket;
+      if (socket.destroyed || socket.readableEnded) {
+        place();
+        return reply.send('');
+      }
       reply.header('cache-control', 'no-store').header('x-accel-buffering', 'no').type(EVENT_STREAM_TYPE);
       if (request.method === 'HEAD') {
         place();
@@ -180,7 +187,6 @@ export function registerEventStream(
       // in it), or until the client leaves. The service keeps a connection whose client ended its side
       // open (for clients that send a request and then close, as nc does): for a stream, that end is
       // the client leaving, seen at once rather than at the next write that fails.
-      const socket = request.raw.socket;
       const leave = () => {
         socket.off('end', leave);
         open.delete(follower);

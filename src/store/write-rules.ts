@@ -127,7 +127,7 @@ export function isAtEnd(value: unknown): value is AtEnd {
 
 const atEnd = (detail: string): Outcome<AtEnd> => ({ value: { atEnd: detail } });
 const CHANGES_AT_END = atEnd(
-  `The database's change version is at its end (${MAX_ID}): it takes no more changes. Back up, and restore into a new database to start a new count.`,
+  `The database's change version is at its end (${MAX_ID}): it takes no more changes. Export, and import into a new database to start a new count (the records get new ids there; a restore keeps the count).`,
 );
 const IDS_AT_END = atEnd(`The last id is at its end (${MAX_ID}): no more records can be created in this database.`);
 

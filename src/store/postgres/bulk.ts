@@ -319,10 +319,10 @@ class PostgresBulk implements BulkStore {
       commit: async ({ version, lastId }) => {
         // A new history: the log starts at the restored version, streams that follow the old one
         // are ended (their ids answer 410), and webhooks go on from the restored version.
-        // Ids of the old history up to its last version answer 410 from now on (they may name other
-        // changes in the new one).
+        // Ids of the old history up to its last version answer 410 from now on, that last one too
+        // (a client that saw it missed the restore), even once the new history's versions pass them.
         await client.query(
-          `UPDATE store_version SET changes_floor = greatest(version, $1), version = $1,
+          `UPDATE store_version SET changes_floor = greatest(version + 1, $1), version = $1,
              changes_history = substr(md5(random()::text), 1, 16)`,
           [version],
         );

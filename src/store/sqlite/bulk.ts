@@ -226,10 +226,10 @@ class SqliteBulk implements BulkStore {
         fillSearch(0);
         // A new history: the log starts at the restored version, streams that follow the old one
         // are ended (their ids answer 410), and webhooks go on from the restored version.
-        // Ids of the old history up to its last version answer 410 from now on (they may name other
-        // changes in the new one).
+        // Ids of the old history up to its last version answer 410 from now on, that last one too
+        // (a client that saw it missed the restore), even once the new history's versions pass them.
         db.prepare(
-          'UPDATE store_version SET changes_floor = max(version, ?), version = ?, changes_history = lower(hex(randomblob(8)))',
+          'UPDATE store_version SET changes_floor = max(version + 1, ?), version = ?, changes_history = lower(hex(randomblob(8)))',
         ).run(version, version);
         db.exec('DELETE FROM changes');
         db.prepare('UPDATE webhook_cursors SET version = ?').run(version);
