@@ -1,12 +1,13 @@
 // Bundles src/ into ES modules for `npm start`: server.mjs, and sqlite-writer.mjs and sqlite-reader.mjs
 // beside it (the SQLite writer's and readers' worker threads, which the server starts from its own folder). Packages stay
-// external, loaded from node_modules. `node scripts/build.mjs OUTFILE` writes elsewhere than
+// external, loaded from node_modules, but for typebox (see BUNDLED). `node scripts/build.mjs OUTFILE` writes elsewhere than
 // dist/server.mjs (the tests and the benchmark do, so that they never race a running `npm start`);
 // `node scripts/build.mjs OUTFILE src/cli.ts` bundles the command line instead (the tests run it,
 // and bin/user-records.mjs builds it into dist/cli/). The command line's bundle is split: what only
 // `serve` needs (the HTTP side and its packages) is a chunk beside it, loaded when `serve` runs, so
 // the other commands start in half the time and memory. The admin page (admin/) is built here too,
 // and its files carried inside the bundle.
+import { readdirSync, rmSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
 import { build } from 'esbuild';
 import { buildAdmin } from '../admin/build.mjs';
@@ -24,25 +25,47 @@ const adminAssets = {
     });
   },
 };
+/**
+ * Packages stay external, loaded from node_modules, but typebox: an ES module of some 700 files,
+ * which Node would find, read and link one by one at every start (most of a command's start-up
+ * time), is carried in the bundle. No external package loads typebox itself (the type provider's
+ * import is of types only), so there is one copy of it.
+ */
+const BUNDLED = /^typebox(\/|$)/;
+const externals = {
+  name: 'externals',
+  setup(bundle) {
+    bundle.onResolve({ filter: /^[^./]/ }, (args) =>
+      args.kind === 'entry-point' || BUNDLED.test(args.path) ? undefined : { path: args.path, external: true },
+    );
+  },
+};
 const common = {
   bundle: true,
-  plugins: [adminAssets],
+  plugins: [externals, adminAssets],
   platform: 'node',
   format: 'esm',
-  packages: 'external',
   target: 'node20',
   logLevel: 'warning',
 };
 
 if (entry === 'src/cli.ts' || entry.endsWith('/src/cli.ts')) {
-  await build({
+  const outdir = dirname(outfile);
+  const { metafile } = await build({
     ...common,
     entryPoints: { [basename(outfile, extname(outfile))]: entry },
-    outdir: dirname(outfile),
+    outdir,
     outExtension: { '.js': extname(outfile) || '.js' },
     splitting: true,
     chunkNames: 'cli-[hash]',
+    metafile: true,
   });
+  // The chunks of earlier builds: their names are hashes of their content, so each build would
+  // otherwise leave its own beside the new ones.
+  const written = new Set(Object.keys(metafile.outputs).map((path) => basename(path)));
+  for (const name of readdirSync(outdir)) {
+    if (name.startsWith('cli-') && !written.has(name)) rmSync(join(outdir, name), { force: true });
+  }
 } else {
   await build({ ...common, entryPoints: [entry], outfile });
 }

@@ -4,7 +4,7 @@
 // here from the local PostgreSQL binaries and removed after. Without either, that half is skipped
 // and says so; with TEST_POSTGRES_REQUIRED=1 (as in CI) it fails instead.
 import { execFileSync, spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { hideCredentials } from '../src/config/load.ts';
 import { sharedExtensions } from '../test/helpers/backends.ts';
@@ -63,6 +63,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 // (test/helpers/server.ts, test/helpers/cli.ts).
 const bundle = '.tmp/test-run/server.mjs';
 const cliBundle = '.tmp/test-run/cli.mjs';
+// Emptied first: nothing of an earlier run's build is left to be run by mistake.
+rmSync('.tmp/test-run', { recursive: true, force: true });
 execFileSync(process.execPath, ['scripts/build.mjs', bundle], { stdio: 'inherit' });
 execFileSync(process.execPath, ['scripts/build.mjs', cliBundle, 'src/cli.ts'], { stdio: 'inherit' });
 

@@ -1,15 +1,15 @@
 import { parseArgs } from 'node:util';
 import { type Config, ConfigError, loadConfig } from './config/load.ts';
 import { VERSION } from './config/version.ts';
-import { backupCommand } from './cli/backup.ts';
-import { restoreCommand } from './cli/restore.ts';
 import { type Command, COMMANDS, commandHelp, DEFAULT_MAX_ERRORS, mainHelp, settingOptions } from './cli/commands.ts';
-import { exportCommand } from './cli/export.ts';
-import { importCommand } from './cli/import.ts';
-import { checkCommand, migrateCommand } from './cli/maintenance.ts';
 import { CommandFailed, UsageError } from './cli/output.ts';
-import { RestoreRefused } from './store/bulk.ts';
+import type * as BulkModule from './store/bulk.ts';
 import { StoreOpenError, StoreUnavailableError } from './store/store.ts';
+
+// Each command is loaded when it runs (below), as `serve` is: --help, --version and a usage error
+// load neither database driver nor the checks of a record, and start in a fraction of the time.
+/** The bulk store's module, once a command has loaded it: its RestoreRefused is a failure, not a crash. */
+let bulk: typeof BulkModule | undefined;
 
 /** `user-records [COMMAND] ...`: the service (serve, the default) and the operator's commands. */
 async function main(argv: string[]): Promise<number | 'serving'> {
@@ -76,11 +76,13 @@ function count(text: string | boolean | undefined, flag: string, fallback: numbe
   return Number(text);
 }
 
-function run(command: Command, config: Config, values: Values, positionals: string[]): Promise<number> {
+async function run(command: Command, config: Config, values: Values, positionals: string[]): Promise<number> {
   const quiet = values.quiet === true;
   const text = (name: string) => values[name] as string | undefined;
+  bulk = await import('./store/bulk.ts');
   switch (command.name) {
-    case 'import':
+    case 'import': {
+      const { importCommand } = await import('./cli/import.ts');
       return importCommand(config, {
         file: positionals[0] as string,
         format: text('format'),
@@ -89,7 +91,9 @@ function run(command: Command, config: Config, values: Values, positionals: stri
         maxErrors: count(values['max-errors'], 'max-errors', DEFAULT_MAX_ERRORS),
         quiet,
       });
+    }
     case 'export': {
+      const { exportCommand } = await import('./cli/export.ts');
       const query: Record<string, string> = {};
       for (const option of command.options) {
         const value = values[option.flag];
@@ -98,14 +102,18 @@ function run(command: Command, config: Config, values: Values, positionals: stri
       const raw = values.raw === true;
       return exportCommand(config, { file: positionals[0], format: text('format'), query, raw, quiet });
     }
-    case 'backup':
+    case 'backup': {
+      const { backupCommand } = await import('./cli/backup.ts');
       return backupCommand(config, { file: positionals[0] as string, quiet });
-    case 'restore':
+    }
+    case 'restore': {
+      const { restoreCommand } = await import('./cli/restore.ts');
       return restoreCommand(config, { file: positionals[0] as string, replace: values.replace === true, quiet });
+    }
     case 'migrate':
-      return migrateCommand(config);
+      return (await import('./cli/maintenance.ts')).migrateCommand(config);
     case 'check':
-      return checkCommand(config);
+      return (await import('./cli/maintenance.ts')).checkCommand(config);
     default:
       throw new UsageError(`unknown command ${command.name}`);
   }
@@ -119,7 +127,7 @@ function failure(error: unknown): { line: string; code: number } {
     error instanceof CommandFailed ||
     error instanceof StoreOpenError ||
     error instanceof StoreUnavailableError ||
-    error instanceof RestoreRefused
+    (bulk !== undefined && error instanceof bulk.RestoreRefused)
   ) {
     return { line: error.message, code: 1 };
   }
