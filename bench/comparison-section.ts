@@ -1,12 +1,12 @@
 import { readFileSync, writeFileSync } from 'node:fs';
-import { directusTable } from './readme-section.ts';
+import { directusTable } from './performance-section.ts';
 import type { BenchResults } from './results.ts';
 import { findRun } from './targets.ts';
 import type { WorkloadName } from './workloads.ts';
 
 // node --import tsx bench/comparison-section.ts [results.json]: rewrites the measured figures of
 // docs/comparison.md from a bench run (bench/results/latest.json unless named). A full run with
-// Directus does this itself, as it rewrites the README's figures.
+// Directus does this itself, as it rewrites docs/performance.md's figures.
 
 const MARKERS = /(<!-- figures:start -->\n)[\s\S]*?(<!-- figures:end -->)/;
 const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 0 });

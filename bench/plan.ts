@@ -133,7 +133,7 @@ function peerSteps(peers: PeerId[], quick: boolean): Map<number, StageStep[]> {
 
 /**
  * The stages of a run: the quick or the full plan, the peers' steps added, and, when `only` or
- * `workloads` is given, only those systems and workloads (a narrowed run, never the README's record;
+ * `workloads` is given, only those systems and workloads (a narrowed run, never the figures' record;
  * a 1M stage keeps its start-up, memory and full listing whatever the workloads).
  */
 export function plan(

@@ -47,7 +47,7 @@ export interface BenchResults {
     commit: string;
     clean: boolean;
     mode: 'quick' | 'full';
-    /** The systems of a narrowed run (`--only`); such a run is never the README's record. */
+    /** The systems of a narrowed run (`--only`); such a run is never the docs' record. */
     only?: string[];
     /** The workloads of a narrowed run (`--workloads`). */
     workloads?: string[];

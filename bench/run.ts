@@ -8,7 +8,7 @@ import { pinCpus } from './cpu-pinning.ts';
 import { printable, writeResults } from './output.ts';
 import { type PeerChoice, peerSystems, preparePeers } from './peers.ts';
 import { writeComparison } from './comparison-section.ts';
-import { writeReadme } from './readme-section.ts';
+import { writeDocBlocks } from '../scripts/doc-blocks.ts';
 import { plan } from './plan.ts';
 import { type PostgresCluster, startPostgres } from './postgres.ts';
 import type { BenchResults, RunRecord, StageRecord } from './results.ts';
@@ -24,7 +24,7 @@ import type { WorkloadName } from './workloads.ts';
 // throughput.svg. `--peers directus` adds Directus (installed on first use into bench/peers/directus);
 // without --peers it joins when already installed. `--only` runs only the named systems (ids as in
 // systems.ts), `--workloads` only the named workloads (names as in workloads.ts); either writes
-// bench/results/<NAME>.* (default `partial`), never latest.* or the README.
+// bench/results/<NAME>.* (default `partial`), never latest.* or the docs' figures.
 // Temp data lives in a mkdtemp dir, removed at the end.
 const ROOT = new URL('..', import.meta.url).pathname;
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -158,11 +158,11 @@ async function main(): Promise<void> {
     skipped,
     targets: evaluateTargets(runs, stageRecords),
   };
-  // Only a full run of every system is the record: it rewrites the results and the README's figures.
+  // Only a full run of every system is the record: it rewrites the results, then the figures of
+  // docs/performance.md and the README, which are made from bench/results/latest.json.
   const files = writeResults(results, join(ROOT, 'bench/results'), outputName);
   if (outputName === 'latest') {
-    writeReadme(join(ROOT, 'README.md'), results);
-    files.push(join(ROOT, 'README.md'));
+    files.push(...writeDocBlocks(['performance', 'performance-summary']).map((file) => join(ROOT, file)));
     if (peerSpecs.length > 0) {
       writeComparison(join(ROOT, 'docs/comparison.md'), results, 'bench/results/latest.json');
       files.push(join(ROOT, 'docs/comparison.md'));

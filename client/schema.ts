@@ -1456,7 +1456,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A number the write needs is at its end (an id or the change version past 999,999,999,999,999, or the record version past 2,147,483,647); nothing was changed. */
+            /** @description A number the write needs is at its end (`/problems/range-exhausted`: a new id or the change version, or the record's version), or an Idempotency-Key was sent again after the record it created was deleted (`/problems/idempotency-key-record-deleted`); nothing was changed. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1984,7 +1984,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A number the write needs is at its end (an id or the change version past 999,999,999,999,999, or the record version past 2,147,483,647); nothing was changed. */
+            /** @description A number the write needs is at its end (`/problems/range-exhausted`: a new id or the change version, or the record's version), or an Idempotency-Key was sent again after the record it created was deleted (`/problems/idempotency-key-record-deleted`); nothing was changed. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2161,7 +2161,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A number the write needs is at its end (an id or the change version past 999,999,999,999,999, or the record version past 2,147,483,647); nothing was changed. */
+            /** @description A number the write needs is at its end (`/problems/range-exhausted`: a new id or the change version, or the record's version), or an Idempotency-Key was sent again after the record it created was deleted (`/problems/idempotency-key-record-deleted`); nothing was changed. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2460,7 +2460,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A number the write needs is at its end (an id or the change version past 999,999,999,999,999, or the record version past 2,147,483,647); nothing was changed. */
+            /** @description A number the write needs is at its end (`/problems/range-exhausted`: a new id or the change version, or the record's version), or an Idempotency-Key was sent again after the record it created was deleted (`/problems/idempotency-key-record-deleted`); nothing was changed. */
             409: {
                 headers: {
                     [name: string]: unknown;

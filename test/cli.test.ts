@@ -9,7 +9,7 @@ import { COMMANDS } from '../src/cli/commands.ts';
 import { csvLine } from '../src/cli/csv-records.ts';
 import { BACKENDS, type Backend, databases } from './helpers/backends.ts';
 import { BIN, PACKAGE_BIN, runCli } from './helpers/cli.ts';
-import { readmeExamples } from './helpers/readme-examples.ts';
+import { docExamples } from './helpers/doc-examples.ts';
 import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -694,11 +694,11 @@ describe('progress of a long command', () => {
   });
 });
 
-// The README's examples, run exactly as written in an empty folder (npx user-records is the bin).
-describe('README command-line examples', () => {
+// docs/cli.md's examples, run exactly as written in an empty folder (npx user-records is the bin).
+describe('docs/cli.md command-line examples', () => {
   const folder = tempDir('user-records-readme-');
   after(folder.cleanup);
-  const examples = readmeExamples('cli-examples');
+  const examples = docExamples('docs/cli.md', 'cli-examples');
 
   it('show every command', () => {
     const commands = examples.map((example) => example.command).join('\n');

@@ -6,7 +6,7 @@ import { BACKENDS } from './helpers/backends.ts';
 import { assertProblem, call, createUser, rawRequest } from './helpers/http.ts';
 import { runScenario } from './helpers/scenario.ts';
 
-// Every row of the endpoint table in DESIGN.md, in process (buildApp, app.inject) on each store;
+// Every row of the endpoint table in docs/api.md, in process (buildApp, app.inject) on each store;
 // the original contract over real HTTP is test/contract.test.ts.
 for (const backend of BACKENDS) {
   describe(`endpoints [${backend.name}]`, { skip: backend.skip }, () => {

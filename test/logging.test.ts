@@ -138,7 +138,7 @@ describe('logs', () => {
     for (const line of others) assert.equal(line.requestId, 'test-req-42');
   });
 
-  // DESIGN.md: "X-Request-Id accepted and echoed". The bad-URL 400 goes through frameworkErrors, which skips
+  // docs/operations.md: a client's X-Request-Id "is echoed in the response". The bad-URL 400 goes through frameworkErrors, which skips
   // the onRequest hook that sets the header and the reply's completion logging.
   it('a request refused before routing still echoes its X-Request-Id', () => {
     assert.equal(badUrlEcho, 'test-bad-url-7');

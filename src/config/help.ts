@@ -2,7 +2,7 @@ import { flagOf, SETTINGS, type Setting } from './settings.ts';
 
 const DEFINITIONS = Object.values(SETTINGS) as Array<Setting<unknown>>;
 
-/** A setting's default as the README shows it. */
+/** A setting's default as docs/operations.md shows it. */
 function defaultOf(definition: Setting<unknown>): string {
   return definition.defaultText ?? (definition.default === undefined ? 'none' : `\`${definition.default}\``);
 }
@@ -19,7 +19,7 @@ function meaning(definition: Setting<unknown>): string {
   return definition.kind.listed ? `${definition.help}. ${capital(definition.kind.rule)}` : definition.help;
 }
 
-/** The README's settings table, row by row from SETTINGS (test/readme.test.ts checks the README holds it). */
+/** The settings table of docs/operations.md, row by row from SETTINGS (scripts/generate-docs.ts writes it; a test checks it). */
 export function settingsTable(): string {
   const rows = DEFINITIONS.map(
     (definition) =>

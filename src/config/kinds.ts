@@ -1,6 +1,6 @@
 /**
  * The kinds of value a setting takes. Each parses the text of an environment variable or a flag and
- * describes its own rule, once, for error messages, `--help` and the README.
+ * describes its own rule, once, for error messages, `--help` and docs/operations.md.
  */
 
 /** A parse that failed: the rule the text broke, said of the setting ("must be ..."). */
@@ -15,7 +15,7 @@ export class Invalid {
 export interface Kind<T> {
   /** "a whole number from 1 to 1024", "one of info, warn", ...: what every value must be. */
   rule: string;
-  /** Whether `--help` and the README repeat the rule after the setting's own words (no for free text, whose words say it). */
+  /** Whether `--help` and docs/operations.md repeat the rule after the setting's own words (no for free text, whose words say it). */
   listed: boolean;
   parse(text: string): T | Invalid;
 }

@@ -21,9 +21,9 @@ export interface Setting<T> {
   default?: string;
   /** The value when the setting is neither given nor defaulted. */
   unset?: T;
-  /** What the default means when it is not a plain value (shown in `--help` and the README). */
+  /** What the default means when it is not a plain value (shown in `--help` and docs/operations.md). */
   defaultText?: string;
-  /** What it does, in a sentence or two, Markdown allowed (the README); `--help` shows it as plain text. */
+  /** What it does, in a sentence or two, Markdown allowed, its links written from docs/operations.md, where the table is shown; `--help` shows it as plain text. */
   help: string;
   /** Holds secrets: a value is never echoed in a message. */
   secret?: boolean;
@@ -41,8 +41,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 const nonEmpty = (rule: string) => (value: string) => (value.trim() === '' ? new Invalid(`must be ${rule}`) : value);
 
 /**
- * Every setting of the service, once. The parser, its messages, `--help`, the README's settings
- * table (checked by test/readme.test.ts) and the docs all derive from this table. Order is the
+ * Every setting of the service, once. The parser, its messages, `--help`, the settings
+ * table of docs/operations.md (checked by test/readme.test.ts) and the docs all derive from this table. Order is the
  * order they are shown in.
  */
 export const SETTINGS = {
@@ -73,13 +73,13 @@ export const SETTINGS = {
     env: 'DATABASE_POOL_SIZE',
     kind: integer(1, 1000),
     default: '10',
-    help: 'PostgreSQL connections per process; see [docs/scaling.md](docs/scaling.md) for budgets',
+    help: 'PostgreSQL connections per process; see [scaling.md](scaling.md) for budgets',
   }),
   sqliteReaders: setting({
     env: 'SQLITE_READERS',
     kind: integer(1, 64),
     default: '2',
-    help: 'SQLite: threads per process that read listings other than a plain page (a filter, a search, a sort) and counts, each with its own connection, so that none holds the event loop; see [docs/security.md](docs/security.md#heavy-listings)',
+    help: 'SQLite: threads per process that read listings other than a plain page (a filter, a search, a sort) and counts, each with its own connection, so that none holds the event loop; see [security.md](security.md#heavy-listings)',
   }),
   sqliteReadQueue: setting({
     env: 'SQLITE_READ_QUEUE',
@@ -104,7 +104,7 @@ export const SETTINGS = {
     env: 'LOG_BUFFER_MB',
     kind: integer(1, 1024, { unit: 'megabytes' }),
     default: '16',
-    help: 'log output held while stdout is read too slowly; past it, lines are dropped and counted rather than held without bound (see [Operations](#operations))',
+    help: 'log output held while stdout is read too slowly; past it, lines are dropped and counted rather than held without bound (see [Logs, health and metrics](#logs-health-and-metrics))',
   }),
   shutdownTimeoutMs: setting({
     env: 'SHUTDOWN_TIMEOUT_MS',
@@ -135,7 +135,7 @@ export const SETTINGS = {
     env: 'RATE_LIMIT',
     kind: integer(1, 100_000_000, { words: { off: null }, wordsRule: 'off' }),
     default: '6000',
-    help: 'requests per minute per client address; over it: 429 with `Retry-After`. Wrong tokens are counted too, on every route: past this many a minute, a client gets 429 wherever a token is needed. Per process: see [docs/security.md](docs/security.md#limits)',
+    help: 'requests per minute per client address; over it: 429 with `Retry-After`. Wrong tokens are counted too, on every route: past this many a minute, a client gets 429 wherever a token is needed. Per process: see [security.md](security.md#limits)',
   }),
   overloadLagMs: setting({
     env: 'OVERLOAD_LAG_MS',
@@ -154,7 +154,7 @@ export const SETTINGS = {
     kind: text('host names or addresses, comma-separated, or *', parseHosts),
     unset: [] as readonly string[],
     defaultText: 'loopback names and `HOST`',
-    help: 'the `Host` names clients may use (`users.example.com,10.0.0.5`), or `*` for any; others get 421, which stops DNS rebinding. Unset: `localhost`, `127.0.0.1`, `[::1]` and `HOST` (with `HOST=0.0.0.0` or `::`, every address of this machine and its host name). See [docs/security.md](docs/security.md#browsers)',
+    help: 'the `Host` names clients may use (`users.example.com,10.0.0.5`), or `*` for any; others get 421, which stops DNS rebinding. Unset: `localhost`, `127.0.0.1`, `[::1]` and `HOST` (with `HOST=0.0.0.0` or `::`, every address of this machine and its host name). See [security.md](security.md#browsers)',
   }),
   apiTokens: setting<readonly ApiToken[] | undefined>({
     env: 'API_TOKENS',
@@ -165,7 +165,7 @@ export const SETTINGS = {
     ),
     secret: true,
     emptyIsError: true,
-    help: 'bearer tokens, `scope:token` comma-separated (`read:<token>,write:<token>`), each token at least 32 characters; none: no authentication. See [Authentication](#authentication)',
+    help: 'bearer tokens, `scope:token` comma-separated (`read:<token>,write:<token>`), each token at least 32 characters; none: no authentication. See [Authentication](security.md#authentication)',
   }),
   apiTokensFile: setting<readonly ApiToken[] | undefined>({
     env: 'API_TOKENS_FILE',
@@ -183,7 +183,7 @@ export const SETTINGS = {
     env: 'CHANGES_RETENTION',
     kind: duration(1000, 366 * 86_400_000, '1s to 366d'),
     default: '7d',
-    help: 'how long the change log keeps each change for `GET /users/events` to resume from (`Last-Event-ID`); older ids answer 410. See [docs/changes.md](docs/changes.md)',
+    help: 'how long the change log keeps each change for `GET /users/events` to resume from (`Last-Event-ID`); older ids answer 410. See [changes.md](changes.md)',
   }),
   maxSubscribers: setting({
     env: 'MAX_SUBSCRIBERS',
@@ -201,7 +201,7 @@ export const SETTINGS = {
     env: 'EVENTS_BUFFER_MB',
     kind: integer(1, 65_536, { unit: 'megabytes' }),
     default: '64',
-    help: 'memory for events that `GET /users/events` clients have not yet taken, all streams together. Each stream may hold its share (this divided by the open streams, at most 1 MiB); a stream past its share is ended with a comment saying to reconnect with `Last-Event-ID`. See [docs/changes.md](docs/changes.md)',
+    help: 'memory for events that `GET /users/events` clients have not yet taken, all streams together. Each stream may hold its share (this divided by the open streams, at most 1 MiB); a stream past its share is ended with a comment saying to reconnect with `Last-Event-ID`. See [changes.md](changes.md)',
   }),
   eventsHeartbeatMs: setting({
     env: 'EVENTS_HEARTBEAT_MS',
@@ -215,7 +215,7 @@ export const SETTINGS = {
     unset: [] as readonly string[],
     // A receiver's URL may carry a secret path: never echoed in a message.
     secret: true,
-    help: 'receivers of every change, POSTed as signed Standard Webhooks, in order and at least once per URL; needs `WEBHOOK_SECRET`. See [docs/changes.md](docs/changes.md)',
+    help: 'receivers of every change, POSTed as signed Standard Webhooks, in order and at least once per URL; needs `WEBHOOK_SECRET`. See [changes.md](changes.md)',
   }),
   webhookSecret: setting<Buffer | undefined>({
     env: 'WEBHOOK_SECRET',

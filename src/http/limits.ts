@@ -1,4 +1,4 @@
-/** The sizes the service reads, each defined once; messages, the OpenAPI document and the README derive from them. */
+/** The sizes the service reads, each defined once; messages, the OpenAPI document and docs/api.md derive from them. */
 
 /** The longest request target (path and query). */
 export const URL_LIMIT = 8 * 1024;

@@ -853,7 +853,7 @@ function fieldValue(field: Field, value: unknown): string | number | undefined {
 }
 
 /**
- * What DESIGN.md lets a write (POST, PUT, PATCH, DELETE) store: its fields in the query string or
+ * What docs/api.md ("Input forms") lets a write (POST, PUT, PATCH, DELETE) store: its fields in the query string or
  * in one body, each once, valid, nothing unknown. Anything else must not be answered 2xx.
  */
 export function expectedWrite(request: FuzzRequest): Expectation {

@@ -35,7 +35,7 @@ export function seededRandom(seed: number): () => number {
 // eslint-disable-next-line no-control-regex -- control characters are what it looks for
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
-/** Why a listed record breaks DESIGN.md's field rules, or undefined when it is valid. */
+/** Why a listed record breaks the field rules of docs/api.md ("Records and input"), or undefined when it is valid. */
 export function invalidRecord(record: Record<string, unknown>, keys: readonly string[]): string | undefined {
   const actual = Object.keys(record);
   if (actual.join(',') !== keys.join(',')) return `keys ${actual.join(',')} instead of ${keys.join(',')}`;

@@ -1,4 +1,3 @@
-import { readFileSync, writeFileSync } from 'node:fs';
 import { priceListTable, targetLines } from './report.ts';
 import type { BenchResults, RunRecord, StageRecord } from './results.ts';
 import type { SystemId } from './systems.ts';
@@ -107,9 +106,9 @@ export function directusTable(results: BenchResults, settingsLink = 'docs/compar
 }
 
 /**
- * The README's Performance figures, made from a bench run's results (bench/results/latest.json):
- * `npm run bench` writes them into the README, and test/readme.test.ts fails while the README
- * shows anything else. So the README never shows figures of code that is not what was measured.
+ * The figures of docs/performance.md, made from a bench run's results (bench/results/latest.json):
+ * `npm run bench` writes them there, and test/readme.test.ts fails while the page shows anything
+ * else. So the docs never show figures of code that is not what was measured.
  */
 export function performanceSection(results: BenchResults): string {
   const m = results.meta;
@@ -198,24 +197,24 @@ export function performanceSection(results: BenchResults): string {
   ].join('\n');
 }
 
-const MARKERS = /(<!-- performance:start -->\n)[\s\S]*?(<!-- performance:end -->)/;
-
-/** The README with its Performance figures replaced by those of `results`. */
-export function withPerformance(readme: string, results: BenchResults): string {
-  if (!MARKERS.test(readme))
-    throw new Error('README.md has no <!-- performance:start --> ... <!-- performance:end --> block');
-  return readme.replace(
-    MARKERS,
-    (_all, start: string, end: string) => `${start}${performanceSection(results)}\n${end}`,
-  );
-}
-
-/** The figures block the README shows now. */
-export function readmePerformance(readme: string): string | undefined {
-  return MARKERS.exec(readme)?.[0];
-}
-
-/** Rewrites the README's Performance figures from a results file. */
-export function writeReadme(readmePath: string, results: BenchResults): void {
-  writeFileSync(readmePath, withPerformance(readFileSync(readmePath, 'utf8'), results));
+/**
+ * The README's few figures from the same run, with its commit: the front door quotes them and links
+ * docs/performance.md for the rest.
+ */
+export function performanceSummary(results: BenchResults): string {
+  const m = results.meta;
+  const create = findRun(results.runs, 'sqlite', 'create', 1_000);
+  const read = findRun(results.runs, 'sqlite', 'read', 1_000);
+  const list = findRun(results.runs, 'sqlite', 'list', 100_000);
+  const stage = stageOf(results, 'sqlite', 1_000_000);
+  const passed = results.targets.filter((target) => target.pass === true).length;
+  const parts = [
+    create === undefined
+      ? ''
+      : `${fmt(create.requestsPerSecond)} creates/s, each fsync'd before its answer (p99 ${fmt(create.p99Ms, 1)} ms)`,
+    read === undefined ? '' : `${fmt(read.requestsPerSecond)} reads of one record/s`,
+    list === undefined ? '' : `the full listing of 100,000 records ${fmt(list.requestsPerSecond)} times a second`,
+    stage?.startupMs === undefined ? '' : `a start on 1,000,000 records in ${fmt(stage.startupMs / 1000, 2)} s`,
+  ].filter((part) => part !== '');
+  return `On SQLite, in the last full run (commit \`${m.commit.slice(0, 12)}\`${m.clean ? '' : ' with uncommitted changes'}, ${m.date.slice(0, 10)}, ${m.cpus} cores, 10 connections): ${parts.join('; ')}. ${passed} of ${results.targets.length} targets pass.`;
 }

@@ -6,13 +6,16 @@ export interface Example {
   expected: string;
 }
 
-/** The `$ command` / output pairs of the README's console block between `<!-- NAME:start -->` and `<!-- NAME:end -->`. */
-export function readmeExamples(name: string): Example[] {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+/**
+ * The `$ command` / output pairs of the console block between `<!-- NAME:start -->` and
+ * `<!-- NAME:end -->` in `file` (from the repository's root: README.md, docs/api.md, docs/cli.md).
+ */
+export function docExamples(file: string, name: string): Example[] {
+  const text = readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
   const block = new RegExp(`<!-- ${name}:start -->\\s*\`\`\`console\\n([\\s\\S]*?)\`\`\`\\s*<!-- ${name}:end -->`).exec(
-    readme,
+    text,
   )?.[1];
-  assert.ok(block, `README has no ${name} block`);
+  assert.ok(block, `${file} has no ${name} block`);
   const examples: Example[] = [];
   for (const line of block.trimEnd().split('\n')) {
     if (line.startsWith('$ ')) examples.push({ command: line.slice(2), expected: '' });
