@@ -213,6 +213,37 @@ describe('event-stream limits', () => {
     }
   });
 
+  it('a stream stuck while catching up (its client takes nothing for a heartbeat while events wait) is ended as slow', async () => {
+    // Review: a stream catching up waits for room before its next page, so it is handed no change
+    // that would end it by its share; a client that never read held its place until TCP gave up.
+    const server = await serve({ EVENTS_HEARTBEAT_MS: '1000' });
+    const written = await writeRecords(server.url, 3000, 8, () => false, LONG_CITY);
+    const stalled = await stalledStreams(server.url, {
+      count: 1,
+      sources: ['127.0.0.2'],
+      receiveBuffer: 4096,
+      headers: { 'last-event-id': '0' },
+    });
+    try {
+      assert.deepEqual(stalled.statuses, [200]);
+      const ended = () => server.logs.filter((line) => line.includes(ENDED));
+      await until(
+        () => ended().length === 1,
+        () => `the stuck stream was not ended (${written} events wait for it)`,
+      );
+      assert.equal((JSON.parse(ended()[0] as string) as { reason: string }).reason, 'slow');
+      // A client that reads, caught up and then idle over many heartbeats, is never ended.
+      const reader = follow(server.url);
+      await reader.opened;
+      await new Promise((resolve) => setTimeout(resolve, 3500));
+      assert.equal(reader.ended(), false);
+      assert.equal(ended().length, 1);
+      reader.close();
+    } finally {
+      await stalled.close();
+    }
+  });
+
   it('an ended stream whose client still does not read is closed one heartbeat later, and its place is free again', async () => {
     const server = await serve({ EVENTS_BUFFER_MB: '1', EVENTS_HEARTBEAT_MS: '1000', MAX_SUBSCRIBERS_PER_CLIENT: '4' });
     const port = Number(new URL(server.url).port);

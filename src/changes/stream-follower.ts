@@ -15,6 +15,8 @@ export type EndReason = 'slow' | 'log-moved' | 'unavailable';
 export interface FollowerOptions {
   /** Bytes written to the connection but not yet taken by the client's socket. */
   socketBuffer: () => number;
+  /** Bytes the connection has handed to the kernel so far: unchanged while the client takes nothing. */
+  bytesWritten: () => number;
   /** What this stream may leave unread now: its share of the memory for all streams. */
   share: () => number;
   /** Counts the events sent. */
@@ -45,6 +47,8 @@ export class StreamFollower implements Follower {
   #ended = false;
   #grace: NodeJS.Timeout | undefined;
   #onRoom: (() => void) | undefined;
+  /** bytesWritten at the last heartbeat. */
+  #writtenAtBeat = -1;
 
   constructor(last: number, options: FollowerOptions) {
     this.last = last;
@@ -79,6 +83,22 @@ export class StreamFollower implements Follower {
     this.last = newest.version;
     this.#enqueue(sseBatch(fresh));
     this.#options.sent(fresh.length);
+  }
+
+  /**
+   * A heartbeat comment. A stream whose client took nothing since the last heartbeat while events
+   * waited for it is ended instead: one stuck while catching up (whose next page waits for room)
+   * is never handed the changes that would end it by its share.
+   */
+  heartbeat(text: string): void {
+    if (this.#ended) return;
+    const written = this.#options.bytesWritten();
+    if (written === this.#writtenAtBeat && this.#queued + this.body.readableLength > 0) {
+      this.end('this client reads too slowly: reconnect with Last-Event-ID', 'slow');
+      return;
+    }
+    this.#writtenAtBeat = written;
+    this.write(text);
   }
 
   /** Queues text (a comment, a field) after what is queued; nothing once the stream ended. */

@@ -75,7 +75,7 @@ export function registerEventStream(
   const share = () => Math.min(STREAM_BUFFER_BYTES, Math.floor(options.bufferBytes / Math.max(1, places.held)));
   let heartbeat: NodeJS.Timeout | undefined;
   const beat = () => {
-    for (const follower of open) follower.write(KEEP_ALIVE);
+    for (const follower of open) follower.heartbeat(KEEP_ALIVE);
   };
 
   // Streams never end by themselves: closing the service ends them, each with a last comment.
@@ -168,6 +168,7 @@ export function registerEventStream(
       const raw = reply.raw;
       const follower: StreamFollower = new StreamFollower(from, {
         socketBuffer: () => raw.writableLength,
+        bytesWritten: () => socket.bytesWritten,
         share,
         sent: (count) => options.sent.inc(count),
         onEnd: (reason, unread) => {
