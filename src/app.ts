@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { ChangeFeed } from './changes/feed.ts';
+import { EVENT_RULES } from './changes/schemas.ts';
 import { registerEventStream } from './changes/stream.ts';
 import { WebhookDeliveries } from './changes/webhooks.ts';
 import type { Config } from './config/load.ts';
@@ -68,7 +69,9 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   const limiter = config.rateLimit === null ? undefined : new RateLimiter(config.rateLimit);
   const early = earlyRefusals(limiter);
   const output = logOutput(config.logLevel, config.logBufferMb);
-  const knownNames = new Set(Object.keys(RULES));
+  // What each parameter must be, for error details; their names are logged, their values never.
+  const rules = { ...RULES, ...EVENT_RULES };
+  const knownNames = new Set(Object.keys(rules));
   const logAnswer = accessLog(output, config.logLevel, knownNames);
   const app = Fastify({
     logger: loggerOptions(config.logLevel, output, knownNames),
@@ -98,7 +101,7 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
     },
   });
 
-  app.setValidatorCompiler(createValidatorCompiler(RULES));
+  app.setValidatorCompiler(createValidatorCompiler(rules));
   registerAllMethods(app);
   registerBodyParsers(app);
   registerErrorHandlers(app);

@@ -1,8 +1,6 @@
 import type { Change, ChangeKind } from '../store/store.ts';
-import { recordJson } from '../users/present.ts';
-
-/** The fields an event shows of the record: its id and the contract's three. */
-const EVENT_FIELDS = ['id', 'name', 'age', 'city'] as const;
+import { EVENT_FIELDS } from '../record/fields.ts';
+import { recordJson } from '../record/json.ts';
 
 export type EventType = `user.${ChangeKind}`;
 

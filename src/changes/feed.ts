@@ -1,5 +1,5 @@
 import type { Change, UserStore } from '../store/store.ts';
-import { nextTurn } from '../users/listing.ts';
+import { nextTurn } from '../shared/next-turn.ts';
 
 /** Changes read from the log at a time by the feed. */
 export const PAGE = 500;

@@ -1,12 +1,13 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Counter } from 'prom-client';
+import { allowOnly } from '../http/methods.ts';
 import { HttpError, PROBLEM_CONTENT_TYPE } from '../http/problem.ts';
 import { ProblemSchema, problemResponses } from '../http/schemas.ts';
 import type { Change, UserStore } from '../store/store.ts';
 import { TAGS } from '../users/openapi.ts';
-import { EVENT_ID_PATTERN, EventsHeaders, EventsQuery, RULES } from '../users/schemas.ts';
 import { type ChangeFeed, LogMoved } from './feed.ts';
+import { EVENT_ID_PATTERN, EVENT_RULES, EventsHeaders, EventsQuery } from './schemas.ts';
 import { type EndReason, StreamFollower } from './stream-follower.ts';
 import { StreamPlaces, streamClient } from './stream-places.ts';
 
@@ -50,7 +51,7 @@ function resumeAfter(header: string | string[] | undefined, after: string | unde
     const text = value.trim();
     if (!EVENT_ID.test(text)) {
       throw new HttpError('invalid-input', 'The Last-Event-ID header is not an event id.', {
-        errors: [{ parameter: 'Last-Event-ID', detail: `must be ${RULES.eventId}` }],
+        errors: [{ parameter: 'Last-Event-ID', detail: `must be ${EVENT_RULES.eventId}` }],
       });
     }
     return Number(text);
@@ -211,5 +212,6 @@ export function registerEventStream(
       return reply.send(follower.body as unknown as string);
     },
   );
+  allowOnly(app, '/users/events', ['GET']);
   return { open: () => places.held };
 }

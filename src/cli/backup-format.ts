@@ -1,11 +1,13 @@
+import { FIELDS, fieldList, INTEGER_FIELDS, RECORD_FIELDS, TEXT_FIELDS } from '../record/fields.ts';
 import { MAX_RECORD_VERSION, type StoredKey, type StoredRecord } from '../store/bulk.ts';
 import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE } from '../users/idempotency.ts';
-import { checkRecord } from '../users/record-check.ts';
-import { MAX_ID } from '../users/schemas.ts';
+import { checkRecord } from './record-check.ts';
+import { MAX_ID } from '../store/store.ts';
 
 /**
  * The backup format, the same for both stores: lines of JSON. First a header; then one line per
- * record, `["r",id,name,age,city,createdAt,updatedAt,version]` (times in ms since the epoch), and one
+ * record, `["r",id,name,age,city,createdAt,updatedAt,version]` (the record's own fields in the
+ * definition's order, record/fields.ts; times in ms since the epoch), and one
  * per remembered Idempotency-Key, `["k",key,fingerprint,userId,createdAt]`; last,
  * `{"end":{"records":N,"keys":M,"sha256":"..."}}`, the SHA-256 of every byte before that line.
  */
@@ -75,6 +77,7 @@ export class LineFault extends Error {
 }
 
 const KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN);
+const TYPES = `${fieldList(TEXT_FIELDS, 'and')} must be text, ${fieldList(INTEGER_FIELDS, 'and')} a whole number`;
 const HEX_256 = /^[0-9a-f]{64}$/;
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -117,7 +120,8 @@ export function readHeader(value: unknown): Header {
   return { format: FORMAT, formatVersion: FORMAT_VERSION, changeVersion, lastId, takenAt };
 }
 
-const RECORD_FIELDS = ['id', 'name', 'age', 'city', 'createdAt', 'updatedAt', 'version'] as const;
+/** A record line's values after its "r": what a backup keeps of a record, in this order. */
+const RECORD_LINE = ['id', ...RECORD_FIELDS, 'createdAt', 'updatedAt', 'version'] as const;
 const KEY_FIELDS = ['key', 'fingerprint', 'userId', 'createdAt'] as const;
 
 /**
@@ -131,33 +135,36 @@ export function readBodyLine(
   header: Header,
   now: number = Date.now(),
 ): { record: StoredRecord } | { key: StoredKey } {
-  if (Array.isArray(value) && value[0] === 'r' && value.length === RECORD_FIELDS.length + 1) {
-    const [, id, name, age, city, createdAt, updatedAt, version] = value as unknown[];
-    const record: StoredRecord = {
-      id: wholeNumber(line, 'id', id, RANGES.id),
-      name: name as string,
-      age: age as number,
-      city: city as string,
-      createdAt: wholeNumber(line, 'createdAt', createdAt, RANGES.time),
-      updatedAt: wholeNumber(line, 'updatedAt', updatedAt, RANGES.time),
-      version: wholeNumber(line, 'version', version, RANGES.version),
-    };
+  if (Array.isArray(value) && value[0] === 'r' && value.length === RECORD_LINE.length + 1) {
+    const n = RECORD_FIELDS.length;
+    const given = Object.fromEntries(RECORD_FIELDS.map((field, i) => [field, value[i + 2] as unknown]));
+    const record = {
+      id: wholeNumber(line, 'id', value[1], RANGES.id),
+      ...given,
+      createdAt: wholeNumber(line, 'createdAt', value[n + 2], RANGES.time),
+      updatedAt: wholeNumber(line, 'updatedAt', value[n + 3], RANGES.time),
+      version: wholeNumber(line, 'version', value[n + 4], RANGES.version),
+    } as StoredRecord;
     if (record.updatedAt < record.createdAt) {
       throw new LineFault(line, `updatedAt ${record.updatedAt} is before createdAt ${record.createdAt}`);
     }
     if (record.id > header.lastId) {
       throw new LineFault(line, `id ${record.id} is beyond the header's lastId ${header.lastId}`);
     }
-    if (typeof name !== 'string' || typeof city !== 'string' || !Number.isSafeInteger(age)) {
-      throw new LineFault(line, 'name and city must be text, age a whole number');
-    }
-    const checked = checkRecord({ name, age, city });
+    const wrongType = RECORD_FIELDS.some((field) =>
+      FIELDS[field].kind === 'text' ? typeof given[field] !== 'string' : !Number.isSafeInteger(given[field]),
+    );
+    if (wrongType) throw new LineFault(line, TYPES);
+    const checked = checkRecord(given);
     if (!checked.ok) {
       throw new LineFault(line, checked.errors.map((error) => `${error.parameter} ${error.detail}`).join('; '));
     }
     const { input } = checked;
-    if (input.name !== name || input.city !== city || input.age !== age) {
-      throw new LineFault(line, 'name or city is not as the service stores it (white space around it)');
+    if (RECORD_FIELDS.some((field) => input[field] !== given[field])) {
+      throw new LineFault(
+        line,
+        `${fieldList(TEXT_FIELDS, 'or')} is not as the service stores it (white space around it)`,
+      );
     }
     return { record };
   }
@@ -182,6 +189,11 @@ export function readBodyLine(
     return { key: stored };
   }
   throw new LineFault(line, 'is not a record line ["r",...] or a key line ["k",...] of a backup');
+}
+
+/** A record as its backup line. */
+export function recordLine(record: StoredRecord): unknown[] {
+  return ['r', ...RECORD_LINE.map((field) => record[field])];
 }
 
 /** The end line: the counts and the checksum of what came before it. */

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config/load.ts';
 import { openBulkStore } from '../store/bulk.ts';
-import { FORMAT, FORMAT_VERSION, type Header } from './backup-format.ts';
+import { FORMAT, FORMAT_VERSION, type Header, recordLine } from './backup-format.ts';
 import { openOutput, put } from './output.ts';
 import { Progress } from './progress.ts';
 
@@ -34,7 +34,7 @@ export async function backupCommand(config: Config, options: { file: string; qui
     for await (const page of snapshot.records()) {
       let text = '';
       for (const r of page) {
-        text += `${JSON.stringify(['r', r.id, r.name, r.age, r.city, r.createdAt, r.updatedAt, r.version])}\n`;
+        text += `${JSON.stringify(recordLine(r))}\n`;
       }
       records += page.length;
       await write(text);

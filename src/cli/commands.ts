@@ -1,5 +1,6 @@
 import { settingsHelp } from '../config/help.ts';
 import { flagOf, SETTINGS, type Setting } from '../config/settings.ts';
+import { fieldList, RECORD_FIELDS } from '../record/fields.ts';
 import { ListQuery } from '../users/schemas.ts';
 import { FORMATS } from './readers.ts';
 
@@ -56,7 +57,7 @@ export const COMMANDS: readonly Command[] = [
     args: 'FILE|-',
     summary: 'store the records of a CSV, JSON or NDJSON file (- for standard input), all or none',
     details: [
-      'CSV needs a header row naming name, age and city in any order. JSON is {"data":[...]} as GET /users',
+      `CSV needs a header row naming ${fieldList(RECORD_FIELDS, 'and')} in any order. JSON is {"data":[...]} as GET /users`,
       'answers, or a bare array. NDJSON is one JSON object a line. Each row is checked by the rules of',
       'POST /users. Without --skip-invalid nothing is stored if any row is bad, and the bad rows are listed',
       'with their line, field and reason. Records get ids in file order; the import is on disk when the',

@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import type { Config } from '../config/load.ts';
 import { openBulkStore } from '../store/bulk.ts';
 import { StoreAtEndError, type UserInput } from '../store/store.ts';
-import { checkRecord } from '../users/record-check.ts';
+import { checkRecord } from './record-check.ts';
 import { LineTooLong } from './lines.ts';
 import { CommandFailed, openOutput, say, UsageError } from './output.ts';
 import { holdSignals, releaseSignals } from './signals.ts';

@@ -1,6 +1,7 @@
 import type { Writable } from 'node:stream';
 import { csvLine, CsvSyntaxError, csvRecords } from './csv-records.ts';
 import { LineTooLong, MAX_LINE } from './lines.ts';
+import { fieldList, RECORD_FIELDS } from '../record/fields.ts';
 
 /** The formats a file of records may be in. */
 export const FORMATS = ['csv', 'json', 'ndjson'] as const;
@@ -249,7 +250,8 @@ export async function* jsonRows(text: AsyncIterable<string>): AsyncGenerator<Row
   if (end === 'after' && wrapped) throw new FileFault(line, 'ends before the closing } of {"data":[...]}');
 }
 
-const COLUMNS = ['name', 'age', 'city'];
+const COLUMNS: readonly string[] = RECORD_FIELDS;
+const NEEDS = `it needs ${fieldList(RECORD_FIELDS, 'and')}, in any order`;
 
 /** CSV with a header row (RFC 4180 quoting, optional BOM, CRLF or LF); empty lines skipped. A batch of rows per chunk. */
 export async function* csvRows(
@@ -287,7 +289,7 @@ export async function* csvRows(
     if (error instanceof CsvSyntaxError) throw new FileFault(error.line, `is not valid CSV: ${error.message}`);
     throw error;
   }
-  if (header === undefined) throw new FileFault(1, 'has no header row (name,age,city)');
+  if (header === undefined) throw new FileFault(1, `has no header row (${RECORD_FIELDS.join(',')})`);
 }
 
 /** More columns than a header of a record file could have: refused before they are compared. */
@@ -313,7 +315,7 @@ function checkHeader(record: string[], line: number): string[] {
     );
   }
   if (record.length > MAX_COLUMNS) {
-    throw new FileFault(line, `header: ${record.length} columns; it needs name, age and city, in any order`);
+    throw new FileFault(line, `header: ${record.length} columns; ${NEEDS}`);
   }
   const header = record.map((name) => name.trim().toLowerCase());
   const unknown = header.filter((name) => !COLUMNS.includes(name));
@@ -324,8 +326,7 @@ function checkHeader(record: string[], line: number): string[] {
     missing.length > 0 ? `missing columns: ${missing.join(', ')}` : '',
     twice.length > 0 ? `columns named twice: ${listed(twice)}` : '',
   ].filter((fault) => fault !== '');
-  if (faults.length > 0)
-    throw new FileFault(line, `header: ${faults.join('; ')} (it needs name, age and city, in any order)`);
+  if (faults.length > 0) throw new FileFault(line, `header: ${faults.join('; ')} (${NEEDS})`);
   return header;
 }
 

@@ -1,6 +1,17 @@
 import { STATUS_CODES } from 'node:http';
 import { type TSchema, Type } from 'typebox';
+import { fieldList, RECORD_FIELDS } from '../record/fields.ts';
 import { PROBLEM_CONTENT_TYPE } from './problem.ts';
+
+/** A rule in words as the start of a sentence. */
+export function cap(rule: string): string {
+  return rule.charAt(0).toUpperCase() + rule.slice(1);
+}
+
+/** How the document shows a number that is checked as text: an integer, to a client. */
+export const integer = (minimum: number, maximum: number) => ({
+  'x-document-as': { type: 'integer', minimum, maximum },
+});
 
 /** RFC 9457 problem details, the body of every error. */
 export const ProblemSchema = Type.Object(
@@ -29,7 +40,7 @@ export const ERROR_MEANINGS: Record<number, string> = {
   410: 'The change log no longer holds the changes after that event id (older than CHANGES_RETENTION, or from before a restore): list the records again, then follow the stream from now.',
   412: 'If-Match did not match the current ETag; nothing was changed.',
   413: 'The body is larger than 64 KiB.',
-  422: 'The Idempotency-Key was already used with other input (another name, age or city, or another `fields`); nothing was stored.',
+  422: `The Idempotency-Key was already used with other input (another ${fieldList(RECORD_FIELDS, 'or')}, or another \`fields\`); nothing was stored.`,
   500: 'An internal error; the cause is logged, not shown.',
   503: 'The database is not reachable, the service is overloaded or shutting down; retry after Retry-After seconds.',
 };

@@ -8,6 +8,7 @@ import { type PolicyConfig, withPolicy } from '../http/policy.ts';
 import { PROBLEM_CONTENT_TYPE } from '../http/problem.ts';
 import { ERROR_MEANINGS, ProblemSchema } from '../http/schemas.ts';
 import { DOCS_CSP } from '../http/security-headers.ts';
+import { EVENT_FIELDS, FIELDS, type FieldName, isRecordField, RECORD_FIELDS } from '../record/fields.ts';
 
 interface Operation {
   operationId?: string;
@@ -27,6 +28,22 @@ interface Operation {
 
 type Json = Record<string, unknown>;
 type OpenApiObject = Json & { paths?: Record<string, Record<string, Operation>>; components?: Json };
+
+/** How an event shows a field: the id a number, a whole number as its digits, text as text. */
+function eventSchema(field: FieldName): Json {
+  if (field === 'id') return { type: 'integer', minimum: 1 };
+  if (!isRecordField(field)) return { type: 'string', format: 'date-time' };
+  const spec = FIELDS[field];
+  return spec.kind === 'text'
+    ? { type: 'string' }
+    : { type: 'string', pattern: `^[0-9]{1,${String(spec.max).length}}$` };
+}
+
+/** The example event's value of a field. */
+function eventExample(field: FieldName): unknown {
+  if (field === 'id') return 7;
+  return isRecordField(field) ? FIELDS[field].eventExample : '2026-11-23T10:00:00.000Z';
+}
 
 /** Schemas published under their `title` in components.schemas and referenced where they are used. */
 const NAMED = new Set(['User', 'Users', 'Problem', 'Status', 'Scope']);
@@ -297,14 +314,9 @@ const WEBHOOKS: NonNullable<OpenAPIV3_2.Document['webhooks']> = {
                 data: {
                   type: 'object',
                   additionalProperties: false,
-                  required: ['id', 'name', 'age', 'city'],
+                  required: [...EVENT_FIELDS],
                   description: 'The record after the change; for a deletion, as it was.',
-                  properties: {
-                    id: { type: 'integer', minimum: 1 },
-                    name: { type: 'string' },
-                    age: { type: 'string', pattern: '^[0-9]{1,3}$' },
-                    city: { type: 'string' },
-                  },
+                  properties: Object.fromEntries(EVENT_FIELDS.map((field) => [field, eventSchema(field)])),
                 },
               },
             },
@@ -313,7 +325,7 @@ const WEBHOOKS: NonNullable<OpenAPIV3_2.Document['webhooks']> = {
                 value: {
                   type: 'user.created',
                   timestamp: '2026-11-23T10:00:00.000Z',
-                  data: { id: 7, name: 'Ada', age: '36', city: 'London' },
+                  data: Object.fromEntries(EVENT_FIELDS.map((field) => [field, eventExample(field)])),
                 },
               },
             },
@@ -335,8 +347,7 @@ export async function registerDocs(app: FastifyInstance, tokens: boolean): Promi
       info: {
         title: 'user-records',
         version: VERSION,
-        description:
-          'Stores and serves user records (name, age, city). The unversioned paths are version 1 and stay compatible. Errors are RFC 9457 problem details. `POST`, `PUT` and `PATCH` take their fields in the query string, as documented here, or instead as a JSON or form body (never both). Every path answers 405 with `Allow` to a method it does not serve, and `OPTIONS` with the methods it serves.',
+        description: `Stores and serves user records (${RECORD_FIELDS.join(', ')}). The unversioned paths are version 1 and stay compatible. Errors are RFC 9457 problem details. \`POST\`, \`PUT\` and \`PATCH\` take their fields in the query string, as documented here, or instead as a JSON or form body (never both). Every path answers 405 with \`Allow\` to a method it does not serve, and \`OPTIONS\` with the methods it serves.`,
         license: { name: 'MIT', identifier: 'MIT' },
       },
       // Every change is also POSTed to each of WEBHOOK_URLS, signed per Standard Webhooks.

@@ -1,4 +1,5 @@
 import type { Config } from '../config/load.ts';
+import type { RecordValues } from '../record/fields.ts';
 import { openPostgresBulk } from './postgres/bulk.ts';
 import { openSqliteBulk } from './sqlite/bulk.ts';
 import { type ListFilter, type ListOrder, MAX_ID, StoreAtEndError, type User, type UserInput } from './store.ts';
@@ -10,11 +11,8 @@ import { type ListFilter, type ListOrder, MAX_ID, StoreAtEndError, type User, ty
  */
 
 /** A record with everything a backup keeps; times in ms since the epoch. */
-export interface StoredRecord {
+export interface StoredRecord extends RecordValues {
   id: number;
-  name: string;
-  age: number;
-  city: string;
   createdAt: number;
   updatedAt: number;
   version: number;

@@ -1,16 +1,10 @@
+import { type FieldName, RECORD_FIELDS, TEXT_FIELDS } from '../record/fields.ts';
+import { COLUMN } from './columns.ts';
 import { fold, type ListFilter, type ListOrder, type SortField, type SortKey } from './store.ts';
 
-/** The column of each field a listing filters or sorts by. */
-export const COLUMN: Readonly<Record<SortField, string>> = {
-  id: 'id',
-  name: 'name',
-  age: 'age',
-  city: 'city',
-  createdAt: 'created_at',
-  updatedAt: 'updated_at',
-};
-const TEXT = new Set<SortField>(['name', 'city']);
-const TIME = new Set<SortField>(['createdAt', 'updatedAt']);
+export { COLUMN };
+const TEXT = new Set<FieldName>(TEXT_FIELDS);
+const TIME = new Set<FieldName>(['createdAt', 'updatedAt']);
 const OPERATORS = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
 
 /** How a dialect writes what a listing needs; the rest of the SQL is the same for both. */
@@ -21,7 +15,7 @@ export interface Dialect {
   time(ms: number): unknown;
   /** A text column compared by Unicode code point. */
   byCodePoint(column: string): string;
-  /** The condition for records whose folded name or city contains `text` (already folded). */
+  /** The condition for records whose folded searched fields contain `text` (already folded). */
   search(text: string, bind: (value: unknown) => string): string;
   /**
    * How an age range is written in a listing in id order. SQLite, without statistics, reads a range
@@ -52,7 +46,8 @@ export function likeLiteral(text: string): string {
   return text.replace(/[\\%_]/g, (char) => `\\${char}`);
 }
 
-function column(field: SortField, dialect: Dialect): string {
+/** A field's column as a listing compares it: text by code point. */
+export function column(field: FieldName, dialect: Dialect): string {
   return TEXT.has(field) ? dialect.byCodePoint(COLUMN[field]) : COLUMN[field];
 }
 
@@ -64,9 +59,10 @@ function sqlValue(field: SortField, value: string | number, dialect: Dialect): u
 export function conditions(filter: ListFilter, dialect: Dialect, b: Binder, inIdOrder = false): string[] {
   const where: string[] = [];
   // Text compared as the indexes sort it, so an exact filter uses the same index as a sort.
-  if (filter.name !== undefined) where.push(`${column('name', dialect)} = ${b.bind(filter.name)}`);
-  if (filter.age !== undefined) where.push(`age = ${b.bind(filter.age)}`);
-  if (filter.city !== undefined) where.push(`${column('city', dialect)} = ${b.bind(filter.city)}`);
+  for (const field of RECORD_FIELDS) {
+    const value = filter[field];
+    if (value !== undefined) where.push(`${column(field, dialect)} = ${b.bind(value)}`);
+  }
   for (const range of filter.ranges ?? []) {
     const name =
       inIdOrder && range.field === 'age' && dialect.ageInIdOrder !== undefined

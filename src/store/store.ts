@@ -1,30 +1,19 @@
+import {
+  RANGE_FIELDS,
+  type RangeField,
+  RECORD_FIELDS,
+  type RecordValues,
+  SORT_FIELDS,
+  type SortField,
+  type User,
+} from '../record/fields.ts';
 import { fingerprint } from './fingerprint.ts';
 
-/** A stored user as the storage layer hands it over: typed, camelCase, independent of the API. */
-export interface User {
-  id: number;
-  name: string;
-  age: number;
-  city: string;
-  createdAt: Date;
-  updatedAt: Date;
-  /** Starts at 1 and grows by one on every change (a restore sets it back to the backup's). */
-  version: number;
-}
+/** What a create takes and a full replace sets: the record's own values (record/fields.ts). */
+export type UserInput = RecordValues;
+export type { RangeField, SortField, User };
+export { RANGE_FIELDS, SORT_FIELDS };
 
-export interface UserInput {
-  name: string;
-  age: number;
-  city: string;
-}
-
-/** The fields a listing can be sorted by; text sorts by Unicode code point. */
-export const SORT_FIELDS = ['id', 'name', 'age', 'city', 'createdAt', 'updatedAt'] as const;
-export type SortField = (typeof SORT_FIELDS)[number];
-
-/** The fields a listing can take a range of. */
-export const RANGE_FIELDS = ['id', 'age', 'createdAt', 'updatedAt'] as const;
-export type RangeField = (typeof RANGE_FIELDS)[number];
 export const RANGE_OPS = ['gt', 'gte', 'lt', 'lte'] as const;
 export type RangeOp = (typeof RANGE_OPS)[number];
 
@@ -35,12 +24,10 @@ export interface Range {
   value: number;
 }
 
-export interface ListFilter {
-  name?: string;
-  age?: number;
-  city?: string;
+/** Exact values of the record's own fields, ranges, a search and a page. */
+export interface ListFilter extends Partial<RecordValues> {
   ranges?: readonly Range[];
-  /** Records whose name or city contains this text, both compared folded (`fold`). */
+  /** Records whose searched fields (SEARCH_FIELDS) contain this text, compared folded (`fold`). */
   search?: string;
   /** Only ids greater than this one (pages in creation order). */
   afterId?: number;
@@ -50,8 +37,11 @@ export interface ListFilter {
 
 /** Whether the filter picks records by more than the page it asks for (afterId and limit). */
 export function narrows(filter: ListFilter): boolean {
-  const { name, age, city, ranges, search } = filter;
-  return [name, age, city, ranges, search].some((value) => value !== undefined);
+  return (
+    filter.ranges !== undefined ||
+    filter.search !== undefined ||
+    RECORD_FIELDS.some((field) => filter[field] !== undefined)
+  );
 }
 
 export interface SortKey {
@@ -260,8 +250,8 @@ const ASCII = /^[\x00-\x7f]*$/;
 
 /**
  * Text as search compares it: Unicode-composed (NFC) and case-folded (lower, upper, lower again, so
- * that ß, ẞ and SS all fold to ss, and σ, ς and Σ to σ). Names and cities are kept folded beside
- * themselves; a search folds its text the same way.
+ * that ß, ẞ and SS all fold to ss, and σ, ς and Σ to σ). The fields `q` searches are kept folded
+ * beside themselves; a search folds its text the same way.
  */
 export function fold(text: string): string {
   // ASCII needs none of what follows: the same answer, without the work (an import folds every record).

@@ -1,3 +1,4 @@
+import { RECORD_FIELDS, type RecordField } from '../record/fields.ts';
 import { MAX_RECORD_VERSION } from './bulk.ts';
 import {
   type ChangeKind,
@@ -193,12 +194,10 @@ function* update(
       `Record ${id} is at its last version (${MAX_RECORD_VERSION}): it cannot be changed again. Delete it and create it anew.`,
     );
   }
-  const input = {
-    name: changes.name ?? current.name,
-    age: changes.age ?? current.age,
-    city: changes.city ?? current.city,
-  };
-  const user = yield* run({ op: 'update', id, input });
+  // The fields not given keep their values.
+  const input: Partial<Record<RecordField, unknown>> = {};
+  for (const field of RECORD_FIELDS) input[field] = changes[field] ?? current[field];
+  const user = yield* run({ op: 'update', id, input: input as UserInput });
   return { value: { ok: true, user }, change: { kind: 'updated', user } };
 }
 

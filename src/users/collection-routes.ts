@@ -1,12 +1,15 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { jsonResponse, problemResponses } from '../http/schemas.ts';
-import type { ListFilter, User, UserInput, UserStore } from '../store/store.ts';
+import type { ListFilter, User, UserStore } from '../store/store.ts';
 import { FullListing } from './full-listing.ts';
 import { checkIdempotencyKey, createIdempotently } from './idempotency.ts';
 import { normalizeInput } from './input.ts';
 import { ETAG, FORMS, NOT_MODIFIED, TAGS } from './openapi.ts';
-import { envelopeJson, JSON_TYPE, selectedFields, sendUsers, userEtag } from './present.ts';
+import { envelopeJson, JSON_TYPE, sendUsers, userEtag } from './present.ts';
+import { RECORD_FIELDS } from '../record/fields.ts';
+import { selectedFields } from '../record/json.ts';
+import { valuesOf } from '../record/rules.ts';
 import { listingStream, streamedEtag, versionEtag } from './listing.ts';
 import { contentEtag } from '../http/conditional.ts';
 import { encodeCursor, parseListing, wantsCount } from './query.ts';
@@ -26,8 +29,7 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
         tags: TAGS,
         operationId: 'listUsers',
         summary: 'List records: every one, or filtered, searched, sorted and paged',
-        description:
-          'Every stored record, oldest first. Optional exact-match filters (`name`, `age`, `city`), ranges (`age.gte`, `createdAt.lt`, ...), a search (`q`), a sort (`sort`) and pages (`limit` with `after`, or with `sort` the `cursor` of the Link); while more records remain, a `Link: <...>; rel="next"` header gives the next page. `Prefer: count=exact` adds `X-Total-Count`.',
+        description: `Every stored record, oldest first. Optional exact-match filters (${RECORD_FIELDS.map((field) => `\`${field}\``).join(', ')}), ranges (\`age.gte\`, \`createdAt.lt\`, ...), a search (\`q\`), a sort (\`sort\`) and pages (\`limit\` with \`after\`, or with \`sort\` the \`cursor\` of the Link); while more records remain, a \`Link: <...>; rel="next"\` header gives the next page. \`Prefer: count=exact\` adds \`X-Total-Count\`.`,
         querystring: ListQuery,
         headers: ListHeaders,
         response: {
@@ -120,7 +122,7 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
       const query = request.query;
       const fields = selectedFields(query.fields);
       const key = request.headers['idempotency-key'];
-      const { user, replayed } = await createIdempotently(store, toInput(query), fields, key);
+      const { user, replayed } = await createIdempotently(store, valuesOf(query), fields, key);
       // Content-Location makes the body a representation of the new record, which the ETag then describes.
       const location = `/users/${user.id}`;
       reply.header('location', location).header('content-location', location).header('etag', userEtag(user));
@@ -128,10 +130,6 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
       return sendUsers(reply, [user], fields);
     },
   );
-}
-
-function toInput(query: { name: string; age: string; city: string }): UserInput {
-  return { name: query.name, age: Number(query.age), city: query.city };
 }
 
 /** The parameters of a listing in the order its Links give them; `after` or `cursor` comes last. */

@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
 import type { Change, Commit, User, UserStore } from '../store/store.ts';
 import { HEAD, PAGE_SIZE, pages, TAIL } from './listing.ts';
-import { DEFAULT_FIELDS, recordJson } from './present.ts';
+import { DEFAULT_FIELDS } from '../record/fields.ts';
+import { recordJson } from '../record/json.ts';
 
 /** Up to this size the kept listing is also held as one buffer, the fastest thing to send. */
 const WHOLE_BODY_BYTES = 16 * 1024 * 1024;

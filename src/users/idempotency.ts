@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError } from '../http/problem.ts';
 import { addParamErrors } from '../http/query-string.ts';
 import type { User, UserInput, UserStore } from '../store/store.ts';
-import type { FieldName } from './schemas.ts';
+import { type FieldName, RECORD_FIELDS } from '../record/fields.ts';
 
 /** 1 to 255 printable ASCII characters: no spaces, so a repeated header (joined with ", ") fails. */
 export const IDEMPOTENCY_KEY_PATTERN = '^[\\x21-\\x7E]{1,255}$';
@@ -29,7 +29,8 @@ export function checkIdempotencyKey(request: FastifyRequest, _reply: FastifyRepl
  * they were sent (query, JSON or form). Only this hash is kept, never the input itself.
  */
 export function fingerprintOf(input: UserInput, fields: readonly FieldName[]): string {
-  const canonical = JSON.stringify([input.name, input.age, input.city, fields.join(',')]);
+  // The values in the definition's order, then the fields: the same hash for the same request, always.
+  const canonical = JSON.stringify([...RECORD_FIELDS.map((field) => input[field]), fields.join(',')]);
   return createHash('sha256').update(canonical).digest('hex');
 }
 

@@ -1,17 +1,18 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError } from '../http/problem.ts';
 import { addParamErrors, MAX_PARAMETERS, paramErrors, tooManyParameters } from '../http/query-string.ts';
-import { RECORD_FIELDS } from './schemas.ts';
+import { fieldList, isRecordField, RECORD_FIELDS } from '../record/fields.ts';
+import { normalizeValue } from '../record/rules.ts';
 
-const FIELDS = new Set<string>(RECORD_FIELDS);
+const SEND_ONE_WAY = `is in the query string but the request has a body; send ${fieldList(RECORD_FIELDS, 'and')} one way`;
 
 /**
  * Brings the input of a /users request into one shape before the schema checks it. The input comes
  * either in the query string or in a body (JSON or form), never split between them: with a body,
- * `name`, `age` and `city` may only be in the body, and the query string keeps only `fields`. The
+ * the record's fields may only be in the body, and the query string keeps only `fields`. The
  * body's fields are merged into the query object, so one schema judges both forms and every fault
- * is reported at once. Then `name` and `city` are trimmed, and a JSON integer `age` becomes its
- * decimal string.
+ * is reported at once. Then each is brought into shape by the record's input rule (text trimmed,
+ * a JSON whole number as its decimal string).
  */
 export function normalizeInput(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
   const query = request.query as Record<string, unknown>;
@@ -24,11 +25,8 @@ export function normalizeInput(request: FastifyRequest, _reply: FastifyReply, do
     addParamErrors(
       query,
       Object.keys(query)
-        .filter((name) => FIELDS.has(name))
-        .map((parameter) => ({
-          parameter,
-          detail: 'is in the query string but the request has a body; send name, age and city one way',
-        })),
+        .filter(isRecordField)
+        .map((parameter) => ({ parameter, detail: SEND_ONE_WAY })),
     );
     let read = 0;
     for (const name in body) {
@@ -36,15 +34,13 @@ export function normalizeInput(request: FastifyRequest, _reply: FastifyReply, do
         addParamErrors(query, [tooManyParameters()]);
         break;
       }
-      if (FIELDS.has(name)) query[name] = (body as Record<string, unknown>)[name];
+      if (isRecordField(name)) query[name] = (body as Record<string, unknown>)[name];
       else addParamErrors(query, [{ parameter: name, detail: 'is not a field the body can carry' }]);
     }
     request.body = undefined;
   }
-  for (const name of ['name', 'city']) {
-    const value = query[name];
-    if (typeof value === 'string') query[name] = value.trim();
+  for (const field of RECORD_FIELDS) {
+    if (query[field] !== undefined) query[field] = normalizeValue(field, query[field]);
   }
-  if (typeof query.age === 'number' && Number.isSafeInteger(query.age)) query.age = String(query.age);
   done();
 }

@@ -3,10 +3,13 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { HttpError } from '../http/problem.ts';
 import { jsonResponse, problemResponses } from '../http/schemas.ts';
-import type { Precondition, UserInput, UserStore, WriteResult } from '../store/store.ts';
+import type { Precondition, UserStore, WriteResult } from '../store/store.ts';
 import { normalizeInput } from './input.ts';
 import { ETAG, FORMS, NOT_MODIFIED, TAGS } from './openapi.ts';
-import { preconditionOf, selectedFields, sendUsers, userEtag } from './present.ts';
+import { preconditionOf, sendUsers, userEtag } from './present.ts';
+import { RECORD_FIELDS, type RecordField } from '../record/fields.ts';
+import { selectedFields } from '../record/json.ts';
+import { someValuesOf } from '../record/rules.ts';
 import {
   FieldsQuery,
   FullInputQuery,
@@ -84,7 +87,7 @@ export function registerItemRoutes(app: FastifyInstance, store: UserStore): void
         tags: TAGS,
         operationId: 'updateUser',
         summary: 'Change some fields of a record',
-        description: 'At least one of name, age, city. Honours If-Match.',
+        description: `At least one of ${RECORD_FIELDS.join(', ')}. Honours If-Match.`,
         params: IdParams,
         querystring: PatchInputQuery,
         headers: WriteHeaders,
@@ -124,19 +127,15 @@ export function registerItemRoutes(app: FastifyInstance, store: UserStore): void
 
 interface UpdateRequest {
   params: { id: string };
-  query: { name?: string; age?: string; city?: string; fields?: string };
+  query: Partial<Record<RecordField, string>> & { fields?: string };
   headers: IncomingHttpHeaders;
 }
 
 /** PUT and PATCH: the schemas decide which fields are required; this applies the given ones. */
 async function update(store: UserStore, request: UpdateRequest, reply: FastifyReply) {
   const id = parseId(request.params.id);
-  const { name, age, city, fields } = request.query;
-  const changes: Partial<UserInput> = {};
-  if (name !== undefined) changes.name = name;
-  if (age !== undefined) changes.age = Number(age);
-  if (city !== undefined) changes.city = city;
-  return answer(await store.update(id, changes, precondition(request, id)), id, reply, fields);
+  const changes = someValuesOf(request.query);
+  return answer(await store.update(id, changes, precondition(request, id)), id, reply, request.query.fields);
 }
 
 const ID = /^0*[1-9][0-9]{0,15}$/;

@@ -1,37 +1,14 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { type ListFilter, type ListOrder, sortValue, type User, type UserStore } from '../store/store.ts';
-import { recordJson } from './present.ts';
-import type { FieldName } from './schemas.ts';
+import { recordJson } from '../record/json.ts';
+import { nextTurn } from '../shared/next-turn.ts';
+import type { FieldName } from '../record/fields.ts';
 
 /** Records read from the database at a time by a listing that streams. */
 export const PAGE_SIZE = 1000;
 export const HEAD = Buffer.from('{"data":[');
 export const TAIL = Buffer.from(']}');
-
-const waiting: Array<() => void> = [];
-let releasing = false;
-
-function releaseOne(): void {
-  waiting.shift()?.();
-  if (waiting.length > 0) setImmediate(releaseOne);
-  else releasing = false;
-}
-
-/**
- * Resolves on a later turn of the event loop, one waiter per turn: however many listings stream at
- * once, one page is read between two polls for I/O, so other requests (and the overload check) wait
- * for at most one page, not for one page of every listing.
- */
-export function nextTurn(): Promise<void> {
-  return new Promise((resolve) => {
-    waiting.push(resolve);
-    if (!releasing) {
-      releasing = true;
-      setImmediate(releaseOne);
-    }
-  });
-}
 
 /**
  * The records a filter selects, in id order, a page at a time (keyset, so the last page costs what

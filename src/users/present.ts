@@ -2,48 +2,8 @@ import type { FastifyReply } from 'fastify';
 import { parseEntityTags } from '../http/conditional.ts';
 import { fingerprint } from '../store/fingerprint.ts';
 import type { Precondition, User } from '../store/store.ts';
-import { ALL_FIELDS, type FieldName } from './schemas.ts';
-
-/** What a record shows without `fields`: the original contract's keys. */
-export const DEFAULT_FIELDS: readonly FieldName[] = ['name', 'age', 'city'];
-
-/** The keys a request asked for with `fields` (already validated), in canonical order. */
-export function selectedFields(fields: string | undefined): readonly FieldName[] {
-  if (fields === undefined) return DEFAULT_FIELDS;
-  const wanted = new Set(fields.split(','));
-  return ALL_FIELDS.filter((field) => wanted.has(field));
-}
-
-/**
- * The one place a stored user becomes API bytes, for every answer that shows records (one record,
- * a page, the streamed and the kept full listing): a JSON object of the asked fields in canonical
- * order, `age` as a decimal string, times in RFC 3339 UTC.
- */
-export function recordJson(user: User, fields: readonly FieldName[]): string {
-  if (fields === DEFAULT_FIELDS) {
-    return `{"name":${JSON.stringify(user.name)},"age":"${user.age}","city":${JSON.stringify(user.city)}}`;
-  }
-  const parts: string[] = [];
-  for (const field of fields) {
-    switch (field) {
-      case 'id':
-        parts.push(`"id":${user.id}`);
-        break;
-      case 'age':
-        parts.push(`"age":"${user.age}"`);
-        break;
-      case 'createdAt':
-        parts.push(`"createdAt":"${user.createdAt.toISOString()}"`);
-        break;
-      case 'updatedAt':
-        parts.push(`"updatedAt":"${user.updatedAt.toISOString()}"`);
-        break;
-      default:
-        parts.push(`"${field}":${JSON.stringify(user[field])}`);
-    }
-  }
-  return `{${parts.join(',')}}`;
-}
+import type { FieldName } from '../record/fields.ts';
+import { recordJson } from '../record/json.ts';
 
 /** The envelope of an answer that shows records: `{"data":[...]}`. */
 export function envelopeJson(users: readonly User[], fields: readonly FieldName[]): string {

@@ -11,6 +11,8 @@ import {
   sortValue,
   type User,
 } from '../store/store.ts';
+import { FIELDS, type FieldSpec } from '../record/fields.ts';
+import { someValuesOf } from '../record/rules.ts';
 import type { ListQuery } from './schemas.ts';
 
 /** A listing request as the store takes it: what matches, in which order, from where, how many. */
@@ -97,18 +99,18 @@ const LAST_TIME = 253_402_300_799_999;
 /** Whether a cursor's value can be one of `field`'s: the cursors the service makes always are. */
 function fieldValue(field: SortField, value: unknown): boolean {
   switch (field) {
-    case 'name':
-    case 'city':
-      // Text a record can hold: no control characters (PostgreSQL refuses a NUL) and no lone surrogate.
-      return typeof value === 'string' && value.length <= 1000 && !CONTROL.test(value) && !LONE_SURROGATE.test(value);
     case 'id':
       return Number.isSafeInteger(value) && (value as number) >= 1;
-    case 'age':
-      return Number.isInteger(value) && (value as number) >= 0 && (value as number) <= 150;
     case 'createdAt':
     case 'updatedAt':
       return Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) <= LAST_TIME;
   }
+  const spec: FieldSpec = FIELDS[field];
+  if (spec.kind === 'integer') {
+    return Number.isInteger(value) && (value as number) >= spec.min && (value as number) <= spec.max;
+  }
+  // Text a record can hold: no control characters (PostgreSQL refuses a NUL) and no lone surrogate.
+  return typeof value === 'string' && value.length <= 1000 && !CONTROL.test(value) && !LONE_SURROGATE.test(value);
 }
 
 function decodeCursor(text: string, sortText: string, sort: readonly SortKey[]): ListOrder['after'] | undefined {
@@ -150,9 +152,7 @@ export function parseListing(query: ListQuery): Listing {
     }
   }
   const filter: ListFilter = {
-    name: query.name,
-    city: query.city,
-    age: query.age === undefined ? undefined : Number(query.age),
+    ...someValuesOf(query),
     ranges: ranges.length > 0 ? ranges : undefined,
     search: query.q,
     afterId: query.after === undefined ? undefined : Number(query.after),

@@ -9,6 +9,5 @@ export function registerUserRoutes(app: FastifyInstance, store: UserStore, listi
   registerCollectionRoutes(app, store, listingCacheBytes);
   registerItemRoutes(app, store);
   allowOnly(app, '/users', ['GET', 'POST']);
-  allowOnly(app, '/users/events', ['GET']);
   allowOnly(app, '/users/:id', ['GET', 'PUT', 'PATCH', 'DELETE']);
 }

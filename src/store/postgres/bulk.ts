@@ -6,14 +6,25 @@ import {
   RestoreRefused,
   type Snapshot,
   type StoredKey,
+  type StoredRecord,
   checkImportRoom,
 } from '../bulk.ts';
-import { DEFAULT_CHANGES_RETENTION_MS, fold, type UserInput } from '../store.ts';
+import { FIELDS, RECORD_FIELDS } from '../../record/fields.ts';
+import {
+  CHANGE_COLUMNS,
+  FOLDED_COLUMNS,
+  RECORD_COLUMNS,
+  USER_COLUMNS,
+  WRITTEN_COLUMNS,
+  writtenValues,
+} from '../columns.ts';
+import { DEFAULT_CHANGES_RETENTION_MS, type UserInput } from '../store.ts';
 import { copyIn, type CopyIn, copyOut, copyText } from './copy-text.ts';
 import { guarded } from './errors.ts';
 import { migratePostgres } from './migrations.ts';
 import { CHANGES_CHANNEL } from './batch.ts';
 import { PostgresStore } from './postgres-store.ts';
+import { RECORD_TYPES } from './statements.ts';
 
 /** Wakes the streams of running services to read the log (delivered at commit). */
 const NOTIFY = `NOTIFY ${CHANGES_CHANNEL}`;
@@ -28,6 +39,46 @@ const INDEX_BUILD_MEMORY = '256MB';
 /** The longest an import waits to lock an empty users table, while readers queue behind it. */
 const LOCK_WAIT = '1s';
 const LOCK_NOT_AVAILABLE = '55P03';
+
+/** A row of values in COPY's text format. */
+function copyLine(values: readonly unknown[]): string {
+  return `${values.map((value) => (typeof value === 'string' ? copyText(value) : String(value))).join('\t')}\n`;
+}
+
+/** A snapshot's COPY row (id, the record's own columns, times in ms, version) as a backup keeps it. */
+function storedRecordOf(row: readonly string[]): StoredRecord {
+  const record: Record<string, unknown> = { id: Number(row[0]) };
+  RECORD_FIELDS.forEach((field, i) => {
+    const text = row[i + 1] as string;
+    record[field] = FIELDS[field].kind === 'text' ? text : Number(text);
+  });
+  const n = RECORD_FIELDS.length;
+  record.createdAt = Number(row[n + 1]);
+  record.updatedAt = Number(row[n + 2]);
+  record.version = Number(row[n + 3]);
+  return record as unknown as StoredRecord;
+}
+
+/** A restore's insert: the written columns (folded copies too), then what the service keeps. */
+const RESTORE = `INSERT INTO users (${WRITTEN_COLUMNS.join(', ')}, id, created_at, updated_at, version)
+           OVERRIDING SYSTEM VALUE
+           SELECT * FROM unnest(${[
+             ...RECORD_TYPES,
+             ...FOLDED_COLUMNS.map(() => 'text'),
+             'bigint',
+             'timestamptz',
+             'timestamptz',
+             'integer',
+           ]
+             .map((type, i) => `$${i + 1}::${type}[]`)
+             .join(', ')})`;
+
+/** The record rules the table's constraints keep, for the check. */
+const RECORD_RULES = RECORD_FIELDS.map((field) => {
+  const spec = FIELDS[field];
+  const value = spec.kind === 'text' ? `char_length(${spec.column})` : spec.column;
+  return `${value} BETWEEN ${spec.min} AND ${spec.max}`;
+}).join(' AND ');
 
 /** The bulk side of a PostgreSQL database: a pool of one connection, so every query runs in the same session. */
 export async function openPostgresBulk(url: string, timeoutMs: number): Promise<BulkStore> {
@@ -154,11 +205,9 @@ class PostgresBulk implements BulkStore {
       add: async (rows: readonly UserInput[]) => {
         if (rows.length === 0) return;
         checkImportRoom(at, count + rows.length);
-        copy ??= copyIn(client, 'COPY users (name, age, city, name_folded, city_folded) FROM STDIN');
+        copy ??= copyIn(client, `COPY users (${WRITTEN_COLUMNS.join(', ')}) FROM STDIN`);
         let lines = '';
-        for (const { name, age, city } of rows) {
-          lines += `${copyText(name)}\t${age}\t${copyText(city)}\t${copyText(fold(name))}\t${copyText(fold(city))}\n`;
-        }
+        for (const row of rows) lines += copyLine(writtenValues(row));
         count += rows.length;
         await guarded(() => (copy as CopyIn).write(lines));
       },
@@ -179,9 +228,9 @@ class PostgresBulk implements BulkStore {
           // Each record's creation goes to the change log, in id order.
           await guarded(() =>
             client.query(
-              `INSERT INTO changes (version, kind, id, name, age, city, created_at, updated_at, record_version, at)
-               SELECT s.version + u.id - $1 + 1, 'created', u.id, u.name, u.age, u.city,
-                 u.created_at, u.updated_at, u.version, date_trunc('milliseconds', now())
+              `INSERT INTO changes (${CHANGE_COLUMNS.join(', ')})
+               SELECT s.version + u.id - $1 + 1, 'created', ${USER_COLUMNS.map((column) => `u.${column}`).join(', ')},
+                 date_trunc('milliseconds', now())
                FROM users AS u CROSS JOIN store_version AS s WHERE u.id BETWEEN $1 AND $2`,
               [firstId, lastId],
             ),
@@ -224,19 +273,11 @@ class PostgresBulk implements BulkStore {
           let rows = 0;
           for await (const page of copyOut(
             client,
-            `COPY (SELECT id, name, age, city, (extract(epoch FROM created_at) * 1000)::bigint,
+            `COPY (SELECT id, ${RECORD_COLUMNS.join(', ')}, (extract(epoch FROM created_at) * 1000)::bigint,
                (extract(epoch FROM updated_at) * 1000)::bigint, version FROM users WHERE id > ${after}
                ORDER BY id LIMIT ${COPY_PAGE}) TO STDOUT`,
           )) {
-            yield page.map((row) => ({
-              id: Number(row[0]),
-              name: row[1] as string,
-              age: Number(row[2]),
-              city: row[3] as string,
-              createdAt: Number(row[4]),
-              updatedAt: Number(row[5]),
-              version: Number(row[6]),
-            }));
+            yield page.map(storedRecordOf);
             rows += page.length;
             after = Number(page.at(-1)?.[0]);
           }
@@ -285,23 +326,14 @@ class PostgresBulk implements BulkStore {
     return {
       addRecords: async (rows) => {
         if (rows.length === 0) return;
-        await client.query(
-          `INSERT INTO users (id, name, age, city, created_at, updated_at, version, name_folded, city_folded)
-           OVERRIDING SYSTEM VALUE
-           SELECT * FROM unnest($1::bigint[], $2::text[], $3::smallint[], $4::text[], $5::timestamptz[],
-             $6::timestamptz[], $7::integer[], $8::text[], $9::text[])`,
-          [
-            rows.map((r) => r.id),
-            rows.map((r) => r.name),
-            rows.map((r) => r.age),
-            rows.map((r) => r.city),
-            rows.map((r) => iso(r.createdAt)),
-            rows.map((r) => iso(r.updatedAt)),
-            rows.map((r) => r.version),
-            rows.map((r) => fold(r.name)),
-            rows.map((r) => fold(r.city)),
-          ],
-        );
+        const written = rows.map(writtenValues);
+        await client.query(RESTORE, [
+          ...WRITTEN_COLUMNS.map((_, i) => written.map((values) => values[i])),
+          rows.map((r) => r.id),
+          rows.map((r) => iso(r.createdAt)),
+          rows.map((r) => iso(r.updatedAt)),
+          rows.map((r) => r.version),
+        ]);
       },
       addKeys: async (rows) => {
         if (rows.length === 0) return;
@@ -357,10 +389,7 @@ class PostgresBulk implements BulkStore {
     // Constraints are enforced on every write; ones added NOT VALID, or switched off, would show here.
     const invalid = await one('SELECT count(*) AS n FROM pg_constraint WHERE NOT convalidated');
     if (invalid > 0) problems.push(`${invalid} constraints are not validated`);
-    const bad = await one(
-      `SELECT count(*) AS n FROM users WHERE NOT (age BETWEEN 0 AND 150 AND char_length(name) BETWEEN 1 AND 200
-         AND char_length(city) BETWEEN 1 AND 200 AND version >= 1)`,
-    );
+    const bad = await one(`SELECT count(*) AS n FROM users WHERE NOT (${RECORD_RULES} AND version >= 1)`);
     if (bad > 0) problems.push(`${bad} records break the record rules`);
     const ahead = await one(
       `SELECT count(*) AS n FROM users WHERE id > COALESCE(pg_sequence_last_value(pg_get_serial_sequence('users', 'id')::regclass), 0)`,

@@ -1,6 +1,15 @@
 import pg, { type Pool, type QueryConfig } from 'pg';
 import { CommitListeners } from '../commit-listeners.ts';
-import { Binder, COLUMN, conditions, countQuery, type Dialect, likeLiteral, listQuery } from '../list-sql.ts';
+import { FOLDED_COLUMNS } from '../columns.ts';
+import {
+  Binder,
+  column as columnOf,
+  conditions,
+  countQuery,
+  type Dialect,
+  likeLiteral,
+  listQuery,
+} from '../list-sql.ts';
 import {
   narrows,
   type ChangeLogPage,
@@ -37,7 +46,7 @@ const POSTGRES: Dialect = {
   // With pg_trgm its GIN indexes answer LIKE from three characters; without, the table is read.
   search: (text, bind) => {
     const pattern = bind(`%${likeLiteral(text)}%`);
-    return `(name_folded LIKE ${pattern} ESCAPE '\\' OR city_folded LIKE ${pattern} ESCAPE '\\')`;
+    return `(${FOLDED_COLUMNS.map((column) => `${column} LIKE ${pattern} ESCAPE '\\'`).join(' OR ')})`;
   },
 };
 
@@ -57,7 +66,7 @@ function descendingGroups(
   after: ListOrder['after'],
 ): { text: string; values: unknown[] } {
   const b = new Binder(POSTGRES);
-  const column = field === 'name' || field === 'city' ? POSTGRES.byCodePoint(field) : COLUMN[field];
+  const column = columnOf(field, POSTGRES);
   const where = () => conditions({ ...filter, limit: undefined }, POSTGRES, b);
   const value = (v: string | number) =>
     b.bind(field === 'createdAt' || field === 'updatedAt' ? POSTGRES.time(Number(v)) : v);

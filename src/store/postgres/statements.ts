@@ -1,31 +1,27 @@
 import type { Pool, PoolClient, QueryConfig } from 'pg';
-import { type Change, type ChangeKind, fold, IDEMPOTENCY_KEY_TTL_MS, type User } from '../store.ts';
+import { FIELDS, RECORD_FIELDS } from '../../record/fields.ts';
+import { CHANGE_COLUMNS, USER_COLUMNS, userReader, type UserRow, WRITTEN_COLUMNS, writtenValues } from '../columns.ts';
+import { type Change, type ChangeKind, IDEMPOTENCY_KEY_TTL_MS } from '../store.ts';
 import type { HookRow, KeyRow, Step } from '../write-rules.ts';
 
-/** A users row as node-postgres returns it: BIGINT ids as strings, TIMESTAMPTZ as Date. */
-interface UserRow {
-  id: string;
-  name: string;
-  age: number;
-  city: string;
-  created_at: Date;
-  updated_at: Date;
-  version: number;
-}
+/** A users row as node-postgres returns it (BIGINT ids as strings, TIMESTAMPTZ as Date) as a User. */
+export const toUser = userReader({ id: Number, time: (value) => value as Date });
 
-export function toUser(row: UserRow): User {
-  return {
-    id: Number(row.id),
-    name: row.name,
-    age: row.age,
-    city: row.city,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    version: row.version,
-  };
-}
+export const COLUMNS = USER_COLUMNS.join(', ');
 
-export const COLUMNS = 'id, name, age, city, created_at, updated_at, version';
+/** The PostgreSQL type of each of the record's own columns, in order. */
+export const RECORD_TYPES: readonly string[] = RECORD_FIELDS.map((field) => {
+  const spec = FIELDS[field];
+  return spec.kind === 'text' ? 'text' : spec.pgType;
+});
+
+/** `$1, $2, ...`: n placeholders. */
+const params = (n: number) => Array.from({ length: n }, (_, i) => `$${i + 1}`).join(', ');
+
+const INSERT = `INSERT INTO users (${WRITTEN_COLUMNS.join(', ')}) VALUES (${params(WRITTEN_COLUMNS.length)}) RETURNING ${COLUMNS}`;
+const UPDATE = `UPDATE users SET ${WRITTEN_COLUMNS.map((column, i) => `${column} = $${i + 2}`).join(', ')},
+               updated_at = greatest(date_trunc('milliseconds', now()), created_at), version = version + 1
+               WHERE id = $1 RETURNING ${COLUMNS}`;
 
 /** Keys younger than this are remembered, by the database's clock. */
 const UNEXPIRED = `created_at > now() - ${IDEMPOTENCY_KEY_TTL_MS} * interval '1 millisecond'`;
@@ -39,26 +35,9 @@ function queryOf(step: Step): QueryConfig {
     case 'get':
       return { name: 'users-get', text: `SELECT ${COLUMNS} FROM users WHERE id = $1`, values: [step.id] };
     case 'insert':
-      return {
-        name: 'users-insert',
-        text: `INSERT INTO users (name, age, city, name_folded, city_folded) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
-        values: [step.input.name, step.input.age, step.input.city, fold(step.input.name), fold(step.input.city)],
-      };
+      return { name: 'users-insert', text: INSERT, values: writtenValues(step.input) };
     case 'update':
-      return {
-        name: 'users-update',
-        text: `UPDATE users SET name = $2, age = $3, city = $4, name_folded = $5, city_folded = $6,
-               updated_at = greatest(date_trunc('milliseconds', now()), created_at), version = version + 1
-               WHERE id = $1 RETURNING ${COLUMNS}`,
-        values: [
-          step.id,
-          step.input.name,
-          step.input.age,
-          step.input.city,
-          fold(step.input.name),
-          fold(step.input.city),
-        ],
-      };
+      return { name: 'users-update', text: UPDATE, values: [step.id, ...writtenValues(step.input)] };
     case 'delete':
       return { name: 'users-delete', text: 'DELETE FROM users WHERE id = $1', values: [step.id] };
     case 'findKey':
@@ -125,12 +104,12 @@ function queryOf(step: Step): QueryConfig {
 }
 
 /** A change log row as node-postgres returns it. */
-export interface ChangeRow extends Omit<UserRow, 'version'> {
+export type ChangeRow = UserRow & {
   version: string;
   kind: ChangeKind;
   record_version: number;
   at: Date;
-}
+};
 
 export function toChange(row: ChangeRow): Change {
   return {
@@ -141,21 +120,31 @@ export function toChange(row: ChangeRow): Change {
   };
 }
 
+/** The PostgreSQL types of CHANGE_COLUMNS, in order. */
+const CHANGE_TYPES = [
+  'bigint',
+  'text',
+  'bigint',
+  ...RECORD_TYPES,
+  'timestamptz',
+  'timestamptz',
+  'integer',
+  'timestamptz',
+];
+const LOG_CHANGES = `INSERT INTO changes (${CHANGE_COLUMNS.join(', ')})
+           SELECT * FROM unnest(${CHANGE_TYPES.map((type, i) => `$${i + 1}::${type}[]`).join(', ')})`;
+
 /** Adds a transaction's changes to the log, in one statement. */
 export function logChanges(changes: readonly Change[]): QueryConfig {
   const column = <T>(pick: (change: Change) => T) => changes.map(pick);
   return {
     name: 'changes-log',
-    text: `INSERT INTO changes (version, kind, id, name, age, city, created_at, updated_at, record_version, at)
-           SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::smallint[], $6::text[],
-             $7::timestamptz[], $8::timestamptz[], $9::integer[], $10::timestamptz[])`,
+    text: LOG_CHANGES,
     values: [
       column((c) => c.version),
       column((c) => c.kind),
       column((c) => c.user.id),
-      column((c) => c.user.name),
-      column((c) => c.user.age),
-      column((c) => c.user.city),
+      ...RECORD_FIELDS.map((field) => column((c) => c.user[field])),
       column((c) => c.user.createdAt),
       column((c) => c.user.updatedAt),
       column((c) => c.user.version),

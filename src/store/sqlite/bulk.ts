@@ -9,10 +9,31 @@ import {
   type StoredRecord,
   checkImportRoom,
 } from '../bulk.ts';
-import { fold, type UserInput } from '../store.ts';
+import { FIELDS, RECORD_FIELDS } from '../../record/fields.ts';
+import {
+  CHANGE_COLUMNS,
+  FOLDED_COLUMNS,
+  placeholders,
+  USER_COLUMNS,
+  WRITTEN_COLUMNS,
+  writtenValues,
+} from '../columns.ts';
+import type { UserInput } from '../store.ts';
 import { openDatabase } from './open.ts';
 import { asUnavailable } from './rows.ts';
 import { ReadStatements } from './statements.ts';
+
+const FOLDED = FOLDED_COLUMNS.join(', ');
+
+/** A row of USER_COLUMNS (times in ms) as a backup keeps it. */
+function toStoredRecord(row: Record<string, number | string>): StoredRecord {
+  const record: Record<string, unknown> = { id: row.id };
+  for (const field of RECORD_FIELDS) record[field] = row[FIELDS[field].column];
+  record.createdAt = row.created_at;
+  record.updatedAt = row.updated_at;
+  record.version = row.version;
+  return record as unknown as StoredRecord;
+}
 
 /** Rows read from the database at a time by a snapshot's records and keys. */
 const BATCH = 1000;
@@ -68,9 +89,7 @@ class SqliteBulk implements BulkStore {
     this.#db.exec('DROP TRIGGER users_search_insert');
     return (firstId) => {
       this.#db
-        .prepare(
-          'INSERT INTO users_search (rowid, name_folded, city_folded) SELECT id, name_folded, city_folded FROM users WHERE id >= ?',
-        )
+        .prepare(`INSERT INTO users_search (rowid, ${FOLDED}) SELECT id, ${FOLDED} FROM users WHERE id >= ?`)
         .run(firstId);
       this.#db.exec(sql);
     };
@@ -97,7 +116,7 @@ class SqliteBulk implements BulkStore {
   async importer(): Promise<Importer> {
     const db = this.#db;
     const insert = db.prepare(
-      `INSERT INTO users (name, age, city, created_at, updated_at, name_folded, city_folded) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO users (${WRITTEN_COLUMNS.join(', ')}, created_at, updated_at) VALUES (${placeholders(WRITTEN_COLUMNS.length + 2)})`,
     );
     this.#begin();
     const at = {
@@ -114,8 +133,8 @@ class SqliteBulk implements BulkStore {
       add: async (rows: readonly UserInput[]) => {
         checkImportRoom(at, count + rows.length);
         const now = Date.now();
-        for (const { name, age, city } of rows) {
-          lastId = Number(insert.run(name, age, city, now, now, fold(name), fold(city)).lastInsertRowid);
+        for (const row of rows) {
+          lastId = Number(insert.run(...writtenValues(row), now, now).lastInsertRowid);
           firstId ??= lastId;
           count++;
         }
@@ -126,9 +145,8 @@ class SqliteBulk implements BulkStore {
         // Each record's creation goes to the change log, in id order (all ids from firstId on are
         // this transaction's: it has held the write lock from its start).
         db.prepare(
-          `INSERT INTO changes (version, kind, id, name, age, city, created_at, updated_at, record_version, at)
-           SELECT (SELECT version FROM store_version) + row_number() OVER (ORDER BY id), 'created', id, name, age,
-             city, created_at, updated_at, version, ?
+          `INSERT INTO changes (${CHANGE_COLUMNS.join(', ')})
+           SELECT (SELECT version FROM store_version) + row_number() OVER (ORDER BY id), 'created', ${USER_COLUMNS.join(', ')}, ?
            FROM users WHERE id >= ?`,
         ).run(Date.now(), firstId ?? Number.MAX_SAFE_INTEGER);
         db.prepare('UPDATE store_version SET version = version + ?').run(count);
@@ -148,9 +166,7 @@ class SqliteBulk implements BulkStore {
     const lastId = Number(
       (db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'users'`).pluck().get() as number | undefined) ?? 0,
     );
-    const records = db.prepare(
-      'SELECT id, name, age, city, created_at, updated_at, version FROM users WHERE id > ? ORDER BY id LIMIT ?',
-    );
+    const records = db.prepare(`SELECT ${USER_COLUMNS.join(', ')} FROM users WHERE id > ? ORDER BY id LIMIT ?`);
     const keys = db.prepare(
       'SELECT key, fingerprint, user_id, created_at FROM idempotency_keys WHERE key > ? ORDER BY key LIMIT ?',
     );
@@ -163,15 +179,7 @@ class SqliteBulk implements BulkStore {
         for (let after = 0; ;) {
           const rows = records.all(after, BATCH) as Array<Record<string, number | string>>;
           if (rows.length === 0) return;
-          yield rows.map((row): StoredRecord => ({
-            id: row.id as number,
-            name: row.name as string,
-            age: row.age as number,
-            city: row.city as string,
-            createdAt: row.created_at as number,
-            updatedAt: row.updated_at as number,
-            version: row.version as number,
-          }));
+          yield rows.map(toStoredRecord);
           after = rows.at(-1)?.id as number;
         }
       },
@@ -206,8 +214,8 @@ class SqliteBulk implements BulkStore {
     const fillSearch = this.#deferSearchIndex();
     const makeIndexes = this.#deferIndexes();
     const insert = db.prepare(
-      `INSERT INTO users (id, name, age, city, created_at, updated_at, version, name_folded, city_folded)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO users (${WRITTEN_COLUMNS.join(', ')}, id, created_at, updated_at, version)
+       VALUES (${placeholders(WRITTEN_COLUMNS.length + 4)})`,
     );
     const insertKey = db.prepare(
       'INSERT INTO idempotency_keys (key, fingerprint, user_id, created_at) VALUES (?, ?, ?, ?)',
@@ -215,7 +223,7 @@ class SqliteBulk implements BulkStore {
     return {
       addRecords: async (rows) => {
         for (const r of rows) {
-          insert.run(r.id, r.name, r.age, r.city, r.createdAt, r.updatedAt, r.version, fold(r.name), fold(r.city));
+          insert.run(...writtenValues(r), r.id, r.createdAt, r.updatedAt, r.version);
         }
       },
       addKeys: async (rows) => {

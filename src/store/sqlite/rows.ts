@@ -1,28 +1,9 @@
 import { SqliteError } from 'better-sqlite3';
-import { StoreUnavailableError, type User } from '../store.ts';
+import { userReader } from '../columns.ts';
+import { StoreUnavailableError } from '../store.ts';
 
-/** A users row as SQLite returns it: times in milliseconds since the epoch. */
-export interface UserRow {
-  id: number;
-  name: string;
-  age: number;
-  city: string;
-  created_at: number;
-  updated_at: number;
-  version: number;
-}
-
-export function toUser(row: UserRow): User {
-  return {
-    id: row.id,
-    name: row.name,
-    age: row.age,
-    city: row.city,
-    createdAt: new Date(row.created_at),
-    updatedAt: new Date(row.updated_at),
-    version: row.version,
-  };
-}
+/** A users row as SQLite returns it (times in milliseconds since the epoch) as a User. */
+export const toUser = userReader({ id: (value) => value as number, time: (value) => new Date(value as number) });
 
 /**
  * Faults of the database file or the machine, not of the request: the client may retry later.

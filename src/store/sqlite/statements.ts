@@ -1,5 +1,14 @@
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
+import { RECORD_FIELDS } from '../../record/fields.ts';
+import {
+  CHANGE_COLUMNS,
+  FOLDED_COLUMNS,
+  placeholders,
+  type UserRow,
+  WRITTEN_COLUMNS,
+  writtenValues,
+} from '../columns.ts';
 import { Binder, COLUMN, conditions, countQuery, type Dialect, listQuery } from '../list-sql.ts';
 import {
   type Change,
@@ -14,21 +23,15 @@ import {
   type User,
 } from '../store.ts';
 import type { HookRow, KeyRow, Step } from '../write-rules.ts';
-import { toUser, type UserRow } from './rows.ts';
+import { toUser } from './rows.ts';
 
 /** A change log row: the record's fields with its own version as record_version, times in ms. */
-interface ChangeRow {
+type ChangeRow = UserRow & {
   version: number;
   kind: ChangeKind;
-  id: number;
-  name: string;
-  age: number;
-  city: string;
-  created_at: number;
-  updated_at: number;
   record_version: number;
   at: number;
-}
+};
 
 function toChange(row: ChangeRow): Change {
   return {
@@ -52,9 +55,11 @@ const FEW_MATCHES = 4000;
 /** Distinct listing statements kept prepared; past this, the least recently used is dropped. */
 const STATEMENTS_KEPT = 256;
 
-/** The trigram tokenizer's phrase for a substring of the folded name or city; quotes inside doubled. */
+const SEARCHED = `{${FOLDED_COLUMNS.join(' ')}}`;
+
+/** The trigram tokenizer's phrase for a substring of the folded searched fields; quotes inside doubled. */
 function phrase(text: string): string {
-  return `{name_folded city_folded}: "${text.replaceAll('"', '""')}"`;
+  return `${SEARCHED}: "${text.replaceAll('"', '""')}"`;
 }
 
 /** Whether the trigram index can answer a search for this (folded) text. */
@@ -77,7 +82,7 @@ const SQLITE: Dialect = {
 /** The same, with a search that looks at each record read (no index). */
 const SCAN: Dialect = {
   ...SQLITE,
-  search: (text, bind) => `(instr(name_folded, ${bind(text)}) > 0 OR instr(city_folded, ${bind(text)}) > 0)`,
+  search: (text, bind) => `(${FOLDED_COLUMNS.map((column) => `instr(${column}, ${bind(text)}) > 0`).join(' OR ')})`,
 };
 
 /** The statements that read, prepared once per connection. */
@@ -266,14 +271,14 @@ export class ReadStatements {
 /** The statements that write, prepared once on the writer's connection. */
 export class WriteStatements {
   readonly reads: ReadStatements;
-  readonly #insert: Statement<[string, number, string, number, number, string, string], UserRow>;
-  readonly #update: Statement<[string, number, string, string, string, number, number], UserRow>;
+  readonly #insert: Statement<unknown[], UserRow>;
+  readonly #update: Statement<unknown[], UserRow>;
   readonly #delete: Statement<[number]>;
   readonly #insertKey: Statement<[string, string, number, number]>;
   readonly #dropExpiredKeys: Statement<[number]>;
   readonly #dropExpiredKey: Statement<[string, number]>;
   readonly setVersion: Statement<[number]>;
-  readonly #logChange: Statement<[number, ChangeKind, number, string, number, string, number, number, number, number]>;
+  readonly #logChange: Statement<unknown[]>;
   readonly #hookCreate: Statement<[string]>;
   readonly #hookLease: Statement<[string, number, number | null, string]>;
   readonly #hookFail: Statement<[string, number, number, string, number]>;
@@ -287,8 +292,7 @@ export class WriteStatements {
   constructor(db: Database.Database) {
     this.reads = new ReadStatements(db);
     this.#logChange = db.prepare(
-      `INSERT INTO changes (version, kind, id, name, age, city, created_at, updated_at, record_version, at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO changes (${CHANGE_COLUMNS.join(', ')}) VALUES (${placeholders(CHANGE_COLUMNS.length)})`,
     );
     this.#hookCreate = db.prepare(
       'INSERT INTO webhook_cursors (url, version) SELECT ?, version FROM store_version WHERE true ON CONFLICT DO NOTHING',
@@ -308,13 +312,13 @@ export class WriteStatements {
     this.#prune = db.prepare('DELETE FROM changes WHERE version <= ?');
     this.#setFloor = db.prepare('UPDATE store_version SET changes_floor = max(changes_floor, ?)');
     this.#insert = db.prepare(
-      `INSERT INTO users (name, age, city, created_at, updated_at, name_folded, city_folded)
-       VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+      `INSERT INTO users (${WRITTEN_COLUMNS.join(', ')}, created_at, updated_at)
+       VALUES (${placeholders(WRITTEN_COLUMNS.length + 2)}) RETURNING *`,
     );
     // Never before its creation, though the clock went back (or a restore set a later createdAt):
     // a backup refuses a record changed before it was created.
     this.#update = db.prepare(
-      `UPDATE users SET name = ?, age = ?, city = ?, name_folded = ?, city_folded = ?,
+      `UPDATE users SET ${WRITTEN_COLUMNS.map((column) => `${column} = ?`).join(', ')},
        updated_at = max(?, created_at), version = version + 1 WHERE id = ? RETURNING *`,
     );
     this.#lastId = db.prepare<[], number | undefined>(`SELECT seq FROM sqlite_sequence WHERE name = 'users'`).pluck();
@@ -334,9 +338,7 @@ export class WriteStatements {
       version,
       kind,
       user.id,
-      user.name,
-      user.age,
-      user.city,
+      ...RECORD_FIELDS.map((field) => user[field]),
       user.createdAt.getTime(),
       user.updatedAt.getTime(),
       user.version,
@@ -381,13 +383,10 @@ export class WriteStatements {
         return undefined;
       case 'insert': {
         const now = Date.now();
-        const { name, age, city } = step.input;
-        return toUser(this.#insert.get(name, age, city, now, now, fold(name), fold(city)) as UserRow);
+        return toUser(this.#insert.get(...writtenValues(step.input), now, now) as UserRow);
       }
-      case 'update': {
-        const { name, age, city } = step.input;
-        return toUser(this.#update.get(name, age, city, fold(name), fold(city), Date.now(), step.id) as UserRow);
-      }
+      case 'update':
+        return toUser(this.#update.get(...writtenValues(step.input), Date.now(), step.id) as UserRow);
       case 'lastId':
         return this.#lastId.get() ?? 0;
       case 'delete':
