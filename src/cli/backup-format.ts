@@ -1,5 +1,6 @@
 import { FIELDS, fieldList, INTEGER_FIELDS, RECORD_FIELDS, TEXT_FIELDS } from '../record/fields.ts';
-import { MAX_RECORD_VERSION, type StoredKey, type StoredRecord } from '../store/bulk.ts';
+import type { StoredKey, StoredRecord } from '../store/bulk.ts';
+import { MAX_RECORD_VERSION } from '../store/store.ts';
 import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE } from '../users/idempotency.ts';
 import { checkRecord } from './record-check.ts';
 import { MAX_ID } from '../store/store.ts';

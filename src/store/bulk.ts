@@ -18,9 +18,6 @@ export interface StoredRecord extends RecordValues {
   version: number;
 }
 
-/** The largest record version both stores hold (PostgreSQL's users.version is an INTEGER). */
-export const MAX_RECORD_VERSION = 2_147_483_647;
-
 /**
  * Refuses, before they are stored, more new records than the ends the service keeps leave room for
  * (write-rules.ts): each takes an id and raises the change version by one. `at` is the database's

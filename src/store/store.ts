@@ -72,6 +72,9 @@ export type Precondition = { anyVersion: true } | { fingerprints: readonly strin
  */
 export const MAX_ID = 999_999_999_999_999;
 
+/** The largest record version both stores hold (PostgreSQL's users.version is an INTEGER). */
+export const MAX_RECORD_VERSION = 2_147_483_647;
+
 export type WriteResult = { ok: true; user: User } | { ok: false; reason: 'not-found' | 'precondition-failed' };
 
 /** An `Idempotency-Key` and the fingerprint (a hash) of the request input it came with. */

@@ -1,5 +1,4 @@
 import { RECORD_FIELDS, type RecordField } from '../record/fields.ts';
-import { MAX_RECORD_VERSION } from './bulk.ts';
 import {
   type ChangeKind,
   type CreateResult,
@@ -7,6 +6,7 @@ import {
   type HookFailure,
   type IdempotencyKey,
   MAX_ID,
+  MAX_RECORD_VERSION,
   type Precondition,
   preconditionHolds,
   type User,
