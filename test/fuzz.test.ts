@@ -33,7 +33,8 @@ import { invalidRecord, type Value } from './helpers/writers.ts';
 const SEED = Number(process.env.FUZZ_SEED ?? randomInt(2 ** 31));
 /** The seed in base 36, at least 4 digits: the marker and the tokens stay long enough for any seed. */
 const TAG = SEED.toString(36).padStart(4, '0');
-const ID = /^[1-9][0-9]{0,15}$/;
+/** A path id as the service reads it: a positive integer, leading zeros allowed (`/users/01` is record 1). */
+const ID = /^0*[1-9][0-9]{0,15}$/;
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const ALL_FIELDS = ['id', 'name', 'age', 'city', 'createdAt', 'updatedAt'];
 /** The largest answer to a parameter bomb: it names at most 20 parameters, each cut to 64 characters. */
