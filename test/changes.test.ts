@@ -11,7 +11,7 @@ import { runCli } from './helpers/cli.ts';
 import { call } from './helpers/http.ts';
 import { Latencies } from './helpers/latency.ts';
 import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
-import { sseEvents } from './helpers/sse.ts';
+import { firstEvents } from './helpers/sse.ts';
 
 /** An event as a subscriber saw it. */
 interface Seen {
@@ -488,29 +488,11 @@ for (const backend of BACKENDS) {
 }
 
 /** Reads a stream with these headers until `count` events came; answers them. */
-function readStream(url: string, headers: Record<string, string>, count: number, query = ''): Promise<Seen[]> {
-  return new Promise((resolve, reject) => {
-    const events: Seen[] = [];
-    const req = request(`${url}/users/events${query}`, { headers }, (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`status ${res.statusCode}`));
-      res.setEncoding('utf8');
-      res.on(
-        'data',
-        sseEvents((lines) => {
-          if (lines.data === undefined) return;
-          const body = JSON.parse(lines.data) as { type: string; data: Seen['data'] };
-          assert.equal(body.type, lines.event);
-          events.push({ id: Number(lines.id), type: body.type, data: body.data });
-          if (events.length === count) {
-            req.destroy();
-            resolve(events);
-          }
-        }),
-      );
-    });
-    req.on('error', (error) => (events.length === count ? undefined : reject(error)));
-    req.setTimeout(60_000, () => req.destroy(new Error(`only ${events.length} of ${count} events came`)));
-    req.end();
+async function readStream(url: string, headers: Record<string, string>, count: number, query = ''): Promise<Seen[]> {
+  return (await firstEvents(url, headers, count, query)).map((event) => {
+    const body = JSON.parse(event.data as string) as { type: string; data: Seen['data'] };
+    assert.equal(body.type, event.event);
+    return { id: Number(event.id), type: body.type, data: body.data };
   });
 }
 

@@ -209,8 +209,8 @@ describe('files the command line is given that are not what they seem', () => {
 describe('restore refuses a backup the service could not have made', () => {
   const folder = tempDir('user-records-cli-forged-');
   after(folder.cleanup);
-  /** A backup with a good checksum around `records` (as `["r",...]` lines) and `lastId`. */
-  const forge = (name: string, records: unknown[][], header: Record<string, unknown> = {}) => {
+  /** A backup with a good checksum around `records` and `keys` (as `["r",...]` and `["k",...]` lines). */
+  const forge = (name: string, records: unknown[][], header: Record<string, unknown> = {}, keys: unknown[][] = []) => {
     const head = JSON.stringify({
       format: 'user-records-backup',
       formatVersion: 1,
@@ -219,12 +219,16 @@ describe('restore refuses a backup the service could not have made', () => {
       takenAt: '2026-11-23T00:00:00.000Z',
       ...header,
     });
-    const body = [head, ...records.map((record) => JSON.stringify(['r', ...record]))]
+    const body = [
+      head,
+      ...records.map((record) => JSON.stringify(['r', ...record])),
+      ...keys.map((key) => JSON.stringify(['k', ...key])),
+    ]
       .map((line) => `${line}\n`)
       .join('');
     const sha256 = createHash('sha256').update(body).digest('hex');
     const file = join(folder.dir, `${name}.backup`);
-    writeFileSync(file, `${body}${JSON.stringify({ end: { records: records.length, keys: 0, sha256 } })}\n`);
+    writeFileSync(file, `${body}${JSON.stringify({ end: { records: records.length, keys: keys.length, sha256 } })}\n`);
     return file;
   };
   const good = [1, 'Ada', 36, 'London', 1000, 2000, 2];
@@ -320,20 +324,8 @@ describe('restore refuses a backup the service could not have made', () => {
     const result = await runCli(['restore', file], { env: { DATABASE_URL: db } });
     assert.equal(result.code, 0, result.stderr);
     // A key a day minus a minute ahead of this machine's clock is taken for a difference of clocks.
-    const head = JSON.stringify({
-      format: 'user-records-backup',
-      formatVersion: 1,
-      changeVersion: 3,
-      lastId: 9,
-      takenAt: '2026-11-23T00:00:00.000Z',
-    });
     const ahead = Date.now() + KEY_CLOCK_SKEW_MS - 60_000;
-    const body = [head, JSON.stringify(['r', ...good]), JSON.stringify(['k', 'k1', 'a'.repeat(64), 1, ahead])]
-      .map((line) => `${line}\n`)
-      .join('');
-    const sha256 = createHash('sha256').update(body).digest('hex');
-    const keyed = join(folder.dir, 'ahead-key.backup');
-    writeFileSync(keyed, `${body}${JSON.stringify({ end: { records: 1, keys: 1, sha256 } })}\n`);
+    const keyed = forge('ahead-key', [good], {}, [['k1', 'a'.repeat(64), 1, ahead]]);
     const restored = await runCli(['restore', keyed, '--replace'], { env: { DATABASE_URL: db } });
     assert.equal(restored.code, 0, restored.stderr);
   });

@@ -13,7 +13,7 @@ import { openConnections } from './helpers/proc-stats.ts';
 import { parseRawAnswer } from './helpers/raw-http.ts';
 import { scaled } from './helpers/scale.ts';
 import { type RunningServer, startServer, tempDir } from './helpers/server.ts';
-import { type SseEvent, sseEvents } from './helpers/sse.ts';
+import { firstEvents, type SseEvent, sseEvents } from './helpers/sse.ts';
 import { stalledStreams } from './helpers/stalled-streams.ts';
 
 const servers: RunningServer[] = [];
@@ -135,28 +135,8 @@ function follow(url: string): { ids: number[]; opened: Promise<void>; ended(): b
 }
 
 /** Reads a stream resumed after `last` until `count` events came; answers their ids. */
-function resume(url: string, last: number, count: number): Promise<number[]> {
-  return new Promise((resolve, reject) => {
-    const ids: number[] = [];
-    const req = request(`${url}/users/events`, { headers: { 'last-event-id': String(last) } }, (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`status ${res.statusCode}`));
-      res.setEncoding('utf8');
-      res.on(
-        'data',
-        sseEvents((event) => {
-          if (event.id === undefined) return;
-          ids.push(Number(event.id));
-          if (ids.length === count) {
-            req.destroy();
-            resolve(ids);
-          }
-        }),
-      );
-    });
-    req.on('error', (error) => (ids.length === count ? undefined : reject(error)));
-    req.setTimeout(60_000, () => req.destroy(new Error(`only ${ids.length} of ${count} events came`)));
-    req.end();
-  });
+async function resume(url: string, last: number, count: number): Promise<number[]> {
+  return (await firstEvents(url, { 'last-event-id': String(last) }, count)).map((event) => Number(event.id));
 }
 
 const ENDED = 'event stream ended';
