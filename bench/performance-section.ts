@@ -107,7 +107,7 @@ export function directusTable(results: BenchResults, settingsLink = 'docs/compar
 
 /**
  * The figures of docs/performance.md, made from a bench run's results (bench/results/latest.json):
- * `npm run bench` writes them there, and test/readme.test.ts fails while the page shows anything
+ * `npm run bench` writes them there, and test/docs/readme.test.ts fails while the page shows anything
  * else. So the docs never show figures of code that is not what was measured.
  */
 export function performanceSection(results: BenchResults): string {

@@ -1,6 +1,6 @@
 // The parts of the docs made from their sources, each between `<!-- NAME:start -->` and
 // `<!-- NAME:end -->` in its file: `node --import tsx scripts/generate-docs.ts` rewrites them all,
-// `npm run bench` rewrites the figures after a full run, and test/readme.test.ts fails while any
+// `npm run bench` rewrites the figures after a full run, and test/docs/readme.test.ts fails while any
 // block differs from what its source makes.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { performanceSection, performanceSummary } from '../bench/performance-section.ts';

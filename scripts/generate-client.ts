@@ -1,6 +1,6 @@
 // Writes client/openapi.json and client/schema.ts (the types openapi-typescript makes of it) from
 // the document the service serves, built here in process as the server builds it. `npm run client`
-// runs it; test/client.test.ts fails while either file differs from what this would write.
+// runs it; test/client/client.test.ts fails while either file differs from what this would write.
 import { writeFileSync } from 'node:fs';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { buildApp } from '../src/app.ts';

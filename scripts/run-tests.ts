@@ -1,24 +1,29 @@
 // Runs every test file under test/ with Node's test runner, listed explicitly because Node 20's
-// runner finds no .ts files by itself; `npm test -- test/a.test.ts` runs only those files.
+// runner finds no .ts files by itself; `npm test -- test/users/contract.test.ts test/store/` runs only
+// those files and folders.
 // The PostgreSQL half needs a server: TEST_DATABASE_URL if given, else a throwaway cluster started
 // here from the local PostgreSQL binaries and removed after. Without either, that half is skipped
 // and says so; with TEST_POSTGRES_REQUIRED=1 (as in CI) it fails instead.
 import { execFileSync, spawn } from 'node:child_process';
-import { readdirSync, rmSync } from 'node:fs';
+import { readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { hideCredentials } from '../src/config/load.ts';
 import { sharedExtensions } from '../test/helpers/backends.ts';
 import { findPostgresBin, type PostgresCluster, startPostgresCluster } from '../test/helpers/pg-cluster.ts';
 
+/** The test files under a folder, at any depth, in a stable order. */
+const testFilesIn = (folder: string) =>
+  readdirSync(folder, { recursive: true })
+    .map(String)
+    .filter((file) => file.endsWith('.test.ts'))
+    .map((file) => join(folder, file))
+    .sort();
+// A folder given (`npm test -- test/store/`) stands for the test files under it.
 const given = process.argv.slice(2);
 const files =
   given.length > 0
-    ? given
-    : readdirSync('test', { recursive: true })
-        .map(String)
-        .filter((file) => file.endsWith('.test.ts'))
-        .map((file) => join('test', file))
-        .sort();
+    ? given.flatMap((path) => (statSync(path).isDirectory() ? testFilesIn(path) : [path]))
+    : testFilesIn('test');
 if (files.length === 0) {
   console.error('no test files found under test/');
   process.exit(1);

@@ -42,7 +42,7 @@ const nonEmpty = (rule: string) => (value: string) => (value.trim() === '' ? new
 
 /**
  * Every setting of the service, once. The parser, its messages, `--help`, the settings
- * table of docs/operations.md (checked by test/readme.test.ts) and the docs all derive from this table. Order is the
+ * table of docs/operations.md (checked by test/docs/readme.test.ts) and the docs all derive from this table. Order is the
  * order they are shown in.
  */
 export const SETTINGS = {

@@ -2,7 +2,7 @@ import type { ProblemCode } from './problem.ts';
 
 /**
  * When each problem type is answered, in a line of Markdown: the "when" column of docs/api.md's
- * table of problem types (scripts/generate-docs.ts writes it; test/readme.test.ts checks it). Typed by
+ * table of problem types (scripts/generate-docs.ts writes it; test/docs/readme.test.ts checks it). Typed by
  * `ProblemCode`, so a new problem type does not compile until it is described here.
  */
 export const PROBLEM_CASES: Record<ProblemCode, string> = {

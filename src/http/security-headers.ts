@@ -28,7 +28,7 @@ export function pageHeaders(csp: string): Readonly<Record<string, string>> {
 
 /**
  * The `<style>` inside Swagger UI's inline logo SVG (swagger-ui-dist 5.34, as pinned);
- * test/docs.test.ts fails on any CSP violation, so a version that changes it is noticed.
+ * test/ops/docs.test.ts fails on any CSP violation, so a version that changes it is noticed.
  */
 const SWAGGER_LOGO_STYLE = "'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='";
 

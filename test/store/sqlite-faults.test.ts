@@ -1,0 +1,312 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, existsSync, openSync, readdirSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import { assertProblem, call, createUser } from '../helpers/http.ts';
+import { mountExt4, mountSkip, mountTmpfs } from '../helpers/mounts.ts';
+import { type RunningServer, startServer, tempDir } from '../helpers/server.ts';
+
+// Faults of the SQLite file and its disk, made for real: files deleted or replaced under the running
+// service, a damaged file, read-only and full file systems, a disk whose I/O fails, and another
+// process that holds the write lock and stalls.
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits, bounded, until /readyz answers `status`. */
+async function waitReadiness(base: string, status: number, withinMs = 10_000): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  let last = 0;
+  while (Date.now() < deadline) {
+    last = (await call(base, 'GET', '/readyz')).status;
+    if (last === status) return;
+    await pause(50);
+  }
+  assert.fail(`/readyz answered ${last}, not ${status}, for ${withinMs} ms`);
+}
+
+/** POSTs `count` creates one after another; returns the names answered 200 and every status seen. */
+async function create(base: string, prefix: string, count: number) {
+  const stored: string[] = [];
+  const statuses: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const name = `${prefix}${i}`;
+    const answer = await call(base, 'POST', `/users?name=${name}&age=1&city=C`);
+    statuses.push(answer.status);
+    if (answer.status === 200) stored.push(name);
+    else assert.equal(assertProblem(answer, 503).type, '/problems/unavailable');
+  }
+  return { stored, statuses };
+}
+
+async function names(base: string): Promise<string[]> {
+  const answer = await call(base, 'GET', '/users?fields=name');
+  assert.equal(answer.status, 200);
+  return answer.json.data.map((record: { name: string }) => record.name);
+}
+
+describe('SQLite files changed under a running service', () => {
+  const data = tempDir();
+  after(() => data.cleanup());
+
+  it('the database file deleted: no write is answered 200 after it, and the service says not ready', async () => {
+    const path = join(data.dir, 'deleted.db');
+    const server = await startServer({ DATABASE_URL: path });
+    try {
+      assert.equal((await create(server.url, 'before', 3)).stored.length, 3);
+      rmSync(path);
+      const after = await create(server.url, 'after', 10);
+      assert.deepEqual(after.stored, [], 'a write went to a deleted file and was answered 200');
+      await waitReadiness(server.url, 503);
+      assert.ok(server.logs.some((line) => line.includes('was deleted while the service was running')));
+    } finally {
+      await server.stop();
+    }
+    // What the deleted file held is saved beside it, and its orphaned log no longer sits at the path.
+    const rescued = readdirSync(data.dir).filter((file) => file.startsWith('deleted.db.rescued-'));
+    assert.equal(rescued.length, 1, readdirSync(data.dir).join(' '));
+    const copy = new Database(join(data.dir, rescued[0] as string), { readonly: true });
+    try {
+      assert.deepEqual(copy.prepare('SELECT name FROM users ORDER BY id').pluck().all(), [
+        'before0',
+        'before1',
+        'before2',
+      ]);
+    } finally {
+      copy.close();
+    }
+    assert.ok(!existsSync(`${path}-wal`));
+    const fresh = await startServer({ DATABASE_URL: path });
+    try {
+      assert.deepEqual(await names(fresh.url), [], 'a restart starts an empty database, not a mix with the old log');
+    } finally {
+      await fresh.stop();
+    }
+  });
+
+  it('the write-ahead log deleted, then SIGKILL: every write answered 200 is there after a restart', async () => {
+    const path = join(data.dir, 'wal.db');
+    const first = await startServer({ DATABASE_URL: path });
+    let stored: string[];
+    try {
+      stored = (await create(first.url, 'kept', 50)).stored;
+      assert.equal(stored.length, 50);
+      rmSync(`${path}-wal`);
+      const after = await create(first.url, 'after', 10);
+      stored.push(...after.stored);
+      await waitReadiness(first.url, 503);
+    } finally {
+      await first.stop('SIGKILL');
+    }
+    const second = await startServer({ DATABASE_URL: path });
+    try {
+      const listed = await names(second.url);
+      assert.deepEqual(
+        stored.filter((name) => !listed.includes(name)),
+        [],
+        'answered writes are missing after the restart',
+      );
+      const next = await call(second.url, 'POST', '/users?name=next&age=1&city=C&fields=id');
+      assert.equal(next.status, 200);
+      assert.ok(next.json.data[0].id > stored.length, 'an id was handed out again');
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('the database file replaced by another: writes 503 and not ready; at start, a file that is not a database is refused', async () => {
+    const path = join(data.dir, 'replaced.db');
+    const server = await startServer({ DATABASE_URL: path });
+    try {
+      assert.equal((await create(server.url, 'before', 2)).stored.length, 2);
+      const other = join(data.dir, 'other.db');
+      writeFileSync(other, 'this is not a database '.repeat(200));
+      renameSync(other, path);
+      assert.deepEqual((await create(server.url, 'after', 5)).stored, []);
+      await waitReadiness(server.url, 503);
+    } finally {
+      await server.stop();
+    }
+    await assert.rejects(
+      startServer({ DATABASE_URL: path }),
+      /exited \(1\)[\s\S]*cannot start: .*replaced\.db is not an SQLite database file/,
+    );
+  });
+
+  it('a damaged database file is refused at start with the reason, before it serves anything', async () => {
+    const path = join(data.dir, 'damaged.db');
+    const server = await startServer({ DATABASE_URL: path });
+    try {
+      const long = 'x'.repeat(190);
+      for (let i = 0; i < 60; i++) {
+        assert.equal((await call(server.url, 'POST', `/users?name=${long}${i}&age=1&city=${long}`)).status, 200);
+      }
+    } finally {
+      await server.stop();
+    }
+    // Overwrite the middle of the file (table and index pages) with junk.
+    const fd = openSync(path, 'r+');
+    writeSync(fd, Buffer.alloc(4096 * 4, 0x5a), 0, 4096 * 4, 4096 * 3);
+    closeSync(fd);
+    await assert.rejects(
+      startServer({ DATABASE_URL: path }),
+      /exited \(1\)[\s\S]*cannot start: the database file .*damaged\.db is damaged \(SQLite quick_check/,
+    );
+  });
+});
+
+describe('start-up faults of the database path, each in one line', () => {
+  const data = tempDir();
+  after(() => data.cleanup());
+  const rows: Array<{ name: string; url: () => string; message: RegExp }> = [
+    { name: 'a folder given as the file', url: () => data.dir, message: /is not a file \(a folder\?\)/ },
+    {
+      name: 'a path under a file',
+      url: () => '/etc/hostname/users.db',
+      message: /\/etc\/hostname is not a folder, so it cannot hold/,
+    },
+    {
+      name: 'a folder that cannot be made (under /proc)',
+      url: () => 'file:/proc/x/users.db',
+      message: /cannot create the folder \/proc\/x for \/proc\/x\/users\.db: no such file or directory \(ENOENT\)/,
+    },
+  ];
+  for (const row of rows) {
+    it(`${row.name}: exits 1 naming the path and the cause, and leaves nothing behind`, async () => {
+      const before = readdirSync(data.dir);
+      await assert.rejects(startServer({ DATABASE_URL: row.url() }), (error: Error) => {
+        assert.match(error.message, /exited \(1\) before listening/);
+        const line = error.message.split('\n').find((text) => text.startsWith('user-records:'));
+        assert.ok(line !== undefined, error.message);
+        assert.match(line, row.message);
+        return true;
+      });
+      assert.deepEqual(readdirSync(data.dir), before);
+      assert.ok(!existsSync('/proc/x'));
+    });
+  }
+});
+
+describe('SQLite on a file system that turns read-only, fills up or fails', { skip: mountSkip() }, () => {
+  it('read-only at start: refuses to start and says why, instead of serving with every write failing', async () => {
+    const disk = mountTmpfs(8);
+    try {
+      const path = join(disk.dir, 'users.db');
+      const server = await startServer({ DATABASE_URL: path });
+      assert.equal((await create(server.url, 'a', 1)).stored.length, 1);
+      await server.stop();
+      disk.remount('ro');
+      await assert.rejects(
+        startServer({ DATABASE_URL: path }),
+        /exited \(1\)[\s\S]*cannot start: cannot write the database file .*users\.db: read-only file system \(EROFS\)/,
+      );
+    } finally {
+      disk.unmount();
+    }
+  });
+
+  it('a full disk: not ready and writes 503 while full; ready and writing again once there is room', async () => {
+    const disk = mountTmpfs(6);
+    let server: RunningServer | undefined;
+    try {
+      const path = join(disk.dir, 'users.db');
+      server = await startServer({ DATABASE_URL: path });
+      assert.equal((await create(server.url, 'a', 5)).stored.length, 5);
+      const filler = join(disk.dir, 'filler');
+      // Fill what is left, in 256 KiB pieces, until the disk refuses.
+      const fd = openSync(filler, 'w');
+      try {
+        for (;;) writeSync(fd, Buffer.alloc(256 * 1024));
+      } catch (error) {
+        assert.equal((error as NodeJS.ErrnoException).code, 'ENOSPC');
+      } finally {
+        closeSync(fd);
+      }
+      await waitReadiness(server.url, 503);
+      const full = await create(server.url, 'full', 3);
+      assert.ok(
+        full.statuses.every((status) => status === 503 || status === 200),
+        JSON.stringify(full),
+      );
+      rmSync(filler);
+      await waitReadiness(server.url, 200);
+      assert.equal((await create(server.url, 'again', 2)).stored.length, 2);
+      const listed = await names(server.url);
+      assert.deepEqual(
+        [...['a0', 'a1', 'a2', 'a3', 'a4'], ...full.stored, 'again0', 'again1'].filter(
+          (name) => !listed.includes(name),
+        ),
+        [],
+      );
+    } finally {
+      await server?.stop();
+      disk.unmount();
+    }
+  });
+
+  it('a disk whose I/O fails: writes answer 503 (never 500) and the service says not ready', async () => {
+    const disk = mountExt4(32);
+    let server: RunningServer | undefined;
+    try {
+      server = await startServer({ DATABASE_URL: join(disk.dir, 'users.db') });
+      assert.equal((await create(server.url, 'a', 3)).stored.length, 3);
+      disk.fail();
+      const after = await create(server.url, 'b', 10);
+      assert.deepEqual(after.stored, []);
+      for (const path of ['/users/1', '/users?fields=id,name', '/users']) {
+        const answer = await call(server.url, 'GET', path);
+        assert.ok(answer.status === 200 || answer.status === 503, `${path}: ${answer.status} ${answer.text}`);
+      }
+      await waitReadiness(server.url, 503);
+      assert.equal((await call(server.url, 'GET', '/healthz')).status, 200, 'the process is alive');
+    } finally {
+      await server?.stop();
+      disk.unmount();
+    }
+  });
+});
+
+describe('another process holding the SQLite write lock', () => {
+  it('writes wait for it off the event loop: reads and /healthz answer while a write waits', async () => {
+    const data = tempDir();
+    const path = join(data.dir, 'users.db');
+    const server = await startServer({ DATABASE_URL: path, DATABASE_TIMEOUT_MS: '3000' });
+    let holder: ChildProcess | undefined;
+    try {
+      await createUser(server.url, 'Ada', 36, 'London');
+      // A second process takes the write lock and stalls, as a stopped or hung writer would.
+      holder = spawn(
+        process.execPath,
+        [
+          '-e',
+          `const db = new (require('better-sqlite3'))(${JSON.stringify(path)}); db.exec('BEGIN IMMEDIATE'); console.log('locked'); setTimeout(() => {}, 60000);`,
+        ],
+        { cwd: new URL('../..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      await new Promise<void>((resolve) => holder?.stdout?.once('data', () => resolve()));
+
+      const order: string[] = [];
+      const write = call(server.url, 'POST', '/users?name=Waits&age=1&city=C').then((answer) => {
+        order.push(`write ${answer.status}`);
+        return answer;
+      });
+      await pause(100); // the write is now waiting for the lock
+      const reads = await Promise.all([
+        call(server.url, 'GET', '/healthz'),
+        call(server.url, 'GET', '/users/1'),
+        call(server.url, 'GET', '/users?name=Ada'),
+      ]);
+      order.push(`reads ${reads.map((answer) => answer.status).join(',')}`);
+      const written = await write;
+      assert.deepEqual(order, ['reads 200,200,200', 'write 503'], 'the reads had to wait for the write');
+      assert.equal(assertProblem(written, 503).type, '/problems/unavailable');
+      holder.kill('SIGKILL');
+      assert.equal((await call(server.url, 'POST', '/users?name=After&age=1&city=C')).status, 200);
+    } finally {
+      if (holder?.exitCode === null) holder.kill('SIGKILL');
+      await server.stop();
+      data.cleanup();
+    }
+  });
+});
