@@ -73,15 +73,27 @@ rmSync('.tmp/test-run', { recursive: true, force: true });
 execFileSync(process.execPath, ['scripts/build.mjs', bundle], { stdio: 'inherit' });
 execFileSync(process.execPath, ['scripts/build.mjs', cliBundle, 'src/cli.ts'], { stdio: 'inherit' });
 
-const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${CONCURRENCY}`, ...files], {
-  stdio: 'inherit',
-  env: {
-    ...process.env,
-    TEST_SERVER_BUNDLE: bundle,
-    TEST_CLI_BUNDLE: cliBundle,
-    ...(postgres === undefined ? {} : { TEST_DATABASE_URL: postgres }),
+const child = spawn(
+  process.execPath,
+  [
+    '--import',
+    'tsx',
+    '--import',
+    './test/helpers/built-threads.ts',
+    '--test',
+    `--test-concurrency=${CONCURRENCY}`,
+    ...files,
+  ],
+  {
+    stdio: 'inherit',
+    env: {
+      ...process.env,
+      TEST_SERVER_BUNDLE: bundle,
+      TEST_CLI_BUNDLE: cliBundle,
+      ...(postgres === undefined ? {} : { TEST_DATABASE_URL: postgres }),
+    },
   },
-});
+);
 const code = await new Promise<number>((resolve) => child.once('exit', (status) => resolve(status ?? 1)));
 await stopCluster();
 console.log(`PostgreSQL half: ${postgres === undefined ? 'SKIPPED (see the first line)' : 'ran'}`);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, afterEach, beforeEach, describe, it } from 'node:test';
+import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { parseDatabaseUrl } from '../../src/config/load.ts';
@@ -85,6 +85,45 @@ const listRows: ListRow[] = [
 ];
 
 for (const backend of backends) {
+  // Reads only: the rows share one store, seeded once.
+  describe(`store [${backend.name}]: list`, { skip: backend.skip }, () => {
+    let store: UserStore;
+    let ids: number[];
+    before(async () => {
+      store = await openUrl(await backend.fresh());
+      ids = [];
+      for (const person of PEOPLE) ids.push((await store.create(person)).id);
+    });
+    after(() => store.close());
+
+    for (const row of listRows) {
+      it(row.name, async () => {
+        const filter: ListFilter = { ...row.filter };
+        if (row.after !== undefined) filter.afterId = ids[row.after];
+        const users = await store.list(filter);
+        assert.deepEqual(
+          users.map((user) => user.id),
+          row.expected.map((index) => ids[index]),
+        );
+        assert.deepEqual(
+          users.map(fieldsOf),
+          row.expected.map((index) => PEOPLE[index]),
+        );
+      });
+    }
+
+    it('on an empty store is an empty array', async () => {
+      const empty = await openUrl(await backend.fresh());
+      try {
+        assert.deepEqual(await empty.list({}), []);
+      } finally {
+        await empty.close();
+      }
+    });
+  });
+}
+
+for (const backend of backends) {
   describe(`store [${backend.name}]`, { skip: backend.skip }, () => {
     let store: UserStore;
     beforeEach(async () => {
@@ -114,39 +153,6 @@ for (const backend of backends) {
       const user = await store.create({ name: 'Ada', age: 36, city: 'London' });
       assert.equal(await store.get(user.id + 1), undefined);
       assert.equal(await store.get(987_654), undefined);
-    });
-
-    describe('list', () => {
-      let ids: number[];
-      beforeEach(async () => {
-        ids = [];
-        for (const person of PEOPLE) ids.push((await store.create(person)).id);
-      });
-
-      for (const row of listRows) {
-        it(row.name, async () => {
-          const filter: ListFilter = { ...row.filter };
-          if (row.after !== undefined) filter.afterId = ids[row.after];
-          const users = await store.list(filter);
-          assert.deepEqual(
-            users.map((user) => user.id),
-            row.expected.map((index) => ids[index]),
-          );
-          assert.deepEqual(
-            users.map(fieldsOf),
-            row.expected.map((index) => PEOPLE[index]),
-          );
-        });
-      }
-
-      it('on an empty store is an empty array', async () => {
-        const empty = await openUrl(await backend.fresh());
-        try {
-          assert.deepEqual(await empty.list({}), []);
-        } finally {
-          await empty.close();
-        }
-      });
     });
 
     it('update of some fields bumps version and updatedAt and keeps the others', async () => {
