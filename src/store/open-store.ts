@@ -19,7 +19,7 @@ export async function openStore(
         readers: config.sqliteReaders,
         readQueue: config.sqliteReadQueue,
       });
-    case 'postgres':
+    case 'postgresql':
       return openPostgresStore(database.url, {
         poolSize: config.databasePoolSize,
         statementTimeoutMs: config.databaseTimeoutMs,
