@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { parseDatabaseUrl } from '../src/config/load.ts';
 import { type Dialect, listQuery } from '../src/store/list-sql.ts';
 import { openStore } from '../src/store/open-store.ts';
-import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import { openSqliteStore } from '../src/store/sqlite/store.ts';
 import {
   fold,
   type ListFilter,

@@ -1,6 +1,6 @@
 import type { Config } from '../config/load.ts';
-import { openPostgresStore } from './postgres/postgres-store.ts';
-import { openSqliteStore } from './sqlite/sqlite-store.ts';
+import { openPostgresStore } from './postgres/store.ts';
+import { openSqliteStore } from './sqlite/store.ts';
 import type { UserStore } from './store.ts';
 
 /** The store DATABASE_URL names, its schema brought up to date; `check` also checks an SQLite file whole. */

@@ -3,7 +3,7 @@ import { after, before } from 'node:test';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { openStore } from '../../src/store/open-store.ts';
-import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import { openSqliteStore } from '../../src/store/sqlite/store.ts';
 import type { UserStore } from '../../src/store/store.ts';
 import type { Backend, Database } from './backends.ts';
 

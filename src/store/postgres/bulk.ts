@@ -23,7 +23,7 @@ import { copyIn, type CopyIn, copyOut, copyText } from './copy-text.ts';
 import { guarded } from './errors.ts';
 import { migratePostgres } from './migrations.ts';
 import { CHANGES_CHANNEL } from './batch.ts';
-import { PostgresStore } from './postgres-store.ts';
+import { PostgresStore } from './store.ts';
 import { RECORD_TYPES } from './statements.ts';
 
 /** Wakes the streams of running services to read the log (delivered at commit). */

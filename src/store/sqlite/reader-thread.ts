@@ -70,7 +70,7 @@ let db: Database.Database;
 let reads: ReadStatements;
 try {
   db = new Database(path, { readonly: true, fileMustExist: true, timeout: busyTimeoutMs });
-  // As the main connection (open.ts): pages read again stay in memory, filled only as they are read.
+  // As the main connection (connection.ts): pages read again stay in memory, filled only as they are read.
   db.pragma('cache_size = -32768');
   reads = new ReadStatements(db, givenUp);
   send({ type: 'ready' });
