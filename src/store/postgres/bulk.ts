@@ -101,7 +101,6 @@ export async function openPostgresBulk(url: string, timeoutMs: number): Promise<
 }
 
 class PostgresBulk implements BulkStore {
-  readonly kind = 'postgresql';
   readonly #pool: pg.Pool;
 
   constructor(pool: pg.Pool) {

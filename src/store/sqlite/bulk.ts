@@ -54,7 +54,6 @@ export async function openSqliteBulk(path: string, busyTimeoutMs: number): Promi
 }
 
 class SqliteBulk implements BulkStore {
-  readonly kind = 'sqlite';
   readonly #db: Database.Database;
 
   constructor(db: Database.Database) {
