@@ -20,7 +20,7 @@ import {
 } from '../columns.ts';
 import type { UserInput } from '../store.ts';
 import { openConnection } from './connection.ts';
-import { asUnavailable } from './rows.ts';
+import { asUnavailable } from './errors.ts';
 import { ReadStatements } from './statements.ts';
 
 const FOLDED = FOLDED_COLUMNS.join(', ');

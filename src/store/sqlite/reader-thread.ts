@@ -3,7 +3,7 @@ import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import type { ListFilter, ListOrder } from '../store.ts';
-import { isUnavailable, needsReopen } from './rows.ts';
+import { isUnavailable, needsReopen } from './errors.ts';
 import { ReadStatements } from './statements.ts';
 
 /** A read that may take long: a listing other than a plain page, or a count. */

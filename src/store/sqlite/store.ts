@@ -26,7 +26,7 @@ import { isAtEnd, remembered, runNow, type WriteRequest } from '../write-rules.t
 import { FileGuard } from './file-guard.ts';
 import { openConnection } from './connection.ts';
 import { ReaderPool } from './reader-pool.ts';
-import { asUnavailable } from './rows.ts';
+import { asUnavailable } from './errors.ts';
 import { ReadStatements } from './statements.ts';
 import type { JobOutcome } from './writer.ts';
 import { InlineLink, ThreadLink, type WriterLink } from './writer-link.ts';

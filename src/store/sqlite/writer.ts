@@ -4,7 +4,7 @@ import type { Change } from '../store.ts';
 import { runNow, type WriteRequest, WriteRules } from '../write-rules.ts';
 import { FileGuard } from './file-guard.ts';
 import { openConnection } from './connection.ts';
-import { isUnavailable, needsReopen } from './rows.ts';
+import { isUnavailable, needsReopen } from './errors.ts';
 import { WriteStatements } from './statements.ts';
 
 /** Why one write failed, as data that crosses threads. */
