@@ -1,6 +1,6 @@
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config/load.ts';
-import { openStore } from '../src/store/open-store.ts';
+import { openDatabase } from '../src/store/database.ts';
 import type { User, UserStore } from '../src/store/store.ts';
 import { LAYERS } from './layers.ts';
 
@@ -51,7 +51,7 @@ if (on < 4) env.LOG_LEVEL = 'silent';
 if (on < 5) Object.assign(env, { RATE_LIMIT: 'off', OVERLOAD_LAG_MS: '0', ALLOWED_HOSTS: '*' });
 if (on < 6) delete env.API_TOKENS;
 const config = loadConfig(env, []);
-const store = on < 7 ? memoryStore() : await openStore(config);
+const store = on < 7 ? memoryStore() : await openDatabase(config).openStore();
 const app = await buildApp(config, {
   store,
   without: { ...(on < 2 ? { securityHeaders: true } : {}), ...(on < 3 ? { metrics: true } : {}) },

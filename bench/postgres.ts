@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { openPostgresStore } from '../src/store/postgres/postgres-store.ts';
+import { openPostgresStore } from '../src/store/postgres/store.ts';
 import { findPostgresBin, type PostgresCluster, startPostgresCluster } from '../test/helpers/pg-cluster.ts';
 import { findProcess, withChildren } from './proc-stats.ts';
 import { CITIES } from './seed-data.ts';

@@ -40,7 +40,7 @@ export interface ProfileSummary {
 
 const SPECIAL = new Set(['(idle)', '(garbage collector)', '(program)', '(root)']);
 
-/** Where a frame's code lives: `src/store/sqlite-store.ts`, `fastify/lib/reply.js`, `node:internal/...`. */
+/** Where a frame's code lives: `src/store/sqlite/store.ts`, `fastify/lib/reply.js`, `node:internal/...`. */
 function place(frame: CallFrame, root: string): string {
   let url = frame.url.replace(/^file:\/\//, '');
   const modules = url.lastIndexOf('/node_modules/');

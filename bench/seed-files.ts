@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import { openSqliteStore } from '../src/store/sqlite/store.ts';
 import { fold } from '../src/store/store.ts';
 import { seedRecord } from './seed-data.ts';
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config/load.ts';
-import { openStore } from '../src/store/open-store.ts';
+import { openDatabase } from '../src/store/database.ts';
 import { CHROMIUM, CHROMIUM_ARGS } from '../test/helpers/chromium.ts';
 
 const PEOPLE: Array<[string, number, string]> = [
@@ -27,7 +27,7 @@ const PEOPLE: Array<[string, number, string]> = [
 const OUT = new URL('../docs/', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'user-records-screenshots-'));
 const config = loadConfig({ DATABASE_URL: join(dir, 'users.db'), LOG_LEVEL: 'silent', RATE_LIMIT: 'off' }, []);
-const store = await openStore(config, { check: true });
+const store = await openDatabase(config).openStore({ check: true });
 const app = await buildApp(config, { store });
 const context = await chromium.launchPersistentContext(join(dir, 'profile'), {
   executablePath: CHROMIUM,

@@ -80,10 +80,11 @@ async function run(command: Command, config: Config, values: Values, positionals
   const quiet = values.quiet === true;
   const text = (name: string) => values[name] as string | undefined;
   bulk = await import('./store/bulk.ts');
+  const database = (await import('./store/database.ts')).openDatabase(config);
   switch (command.name) {
     case 'import': {
       const { importCommand } = await import('./cli/import.ts');
-      return importCommand(config, {
+      return importCommand(database, {
         file: positionals[0] as string,
         format: text('format'),
         skipInvalid: values['skip-invalid'] === true,
@@ -100,20 +101,20 @@ async function run(command: Command, config: Config, values: Values, positionals
         if (option.flag !== 'format' && typeof value === 'string') query[option.flag] = value;
       }
       const raw = values.raw === true;
-      return exportCommand(config, { file: positionals[0], format: text('format'), query, raw, quiet });
+      return exportCommand(database, { file: positionals[0], format: text('format'), query, raw, quiet });
     }
     case 'backup': {
       const { backupCommand } = await import('./cli/backup.ts');
-      return backupCommand(config, { file: positionals[0] as string, quiet });
+      return backupCommand(database, { file: positionals[0] as string, quiet });
     }
     case 'restore': {
       const { restoreCommand } = await import('./cli/restore.ts');
-      return restoreCommand(config, { file: positionals[0] as string, replace: values.replace === true, quiet });
+      return restoreCommand(database, { file: positionals[0] as string, replace: values.replace === true, quiet });
     }
     case 'migrate':
-      return (await import('./cli/maintenance.ts')).migrateCommand(config);
+      return (await import('./cli/maintenance.ts')).migrateCommand(database);
     case 'check':
-      return (await import('./cli/maintenance.ts')).checkCommand(config);
+      return (await import('./cli/maintenance.ts')).checkCommand(database);
     default:
       throw new UsageError(`unknown command ${command.name}`);
   }

@@ -7,7 +7,7 @@ import { helpText } from './config/help.ts';
 import { type Config, ConfigError, loadConfig } from './config/load.ts';
 import { VERSION } from './config/version.ts';
 import { exposureWarning } from './ops/exposure.ts';
-import { openStore } from './store/open-store.ts';
+import { type Database, openDatabase } from './store/database.ts';
 import { StoreOpenError, StoreUnavailableError } from './store/store.ts';
 
 /**
@@ -19,9 +19,9 @@ import { StoreOpenError, StoreUnavailableError } from './store/store.ts';
 const LISTEN_BACKLOG = 4096;
 
 /** Opens storage and listens; on SIGTERM/SIGINT finishes in-flight requests and closes. */
-async function serve(config: Readonly<Config>): Promise<void> {
+async function serve(config: Readonly<Config>, database: Database): Promise<void> {
   // With workers, the primary has checked the file already.
-  const store = await openStore(config, { check: cluster.isPrimary });
+  const store = await database.openStore({ check: cluster.isPrimary });
   let app: FastifyInstance;
   try {
     app = await buildApp(config, { store });
@@ -77,13 +77,14 @@ async function main(argv: string[], usage: string, env: NodeJS.ProcessEnv): Prom
   // Before the database is opened (and perhaps created and migrated): a port in use stops the start
   // with nothing left behind.
   await checkPort(config);
+  const database = openDatabase(config);
   if (config.workers > 1 && cluster.isPrimary) {
     // Migrations and start-up faults once, before any worker: workers then open a ready database.
-    await (await openStore(config, { check: true })).close();
+    await (await database.openStore({ check: true })).close();
     runPrimary(config);
     return;
   }
-  await serve(config);
+  await serve(config, database);
 }
 
 /** Fails with the reason when the port cannot be listened on (in use, not allowed); 0 picks a free one, always possible. */

@@ -1,15 +1,14 @@
 import { createHash } from 'node:crypto';
-import type { Config } from '../config/load.ts';
-import { openBulkStore } from '../store/bulk.ts';
+import type { Database } from '../store/database.ts';
 import { FORMAT, FORMAT_VERSION, type Header, recordLine } from './backup-format.ts';
 import { openOutput, put } from './output.ts';
 import { Progress } from './progress.ts';
 
 /** `user-records backup FILE`: a consistent snapshot while the service runs. */
-export async function backupCommand(config: Config, options: { file: string; quiet: boolean }): Promise<number> {
+export async function backupCommand(database: Database, options: { file: string; quiet: boolean }): Promise<number> {
   // The output first: one that cannot be written is said before the database is opened.
   const output = openOutput(options.file);
-  const bulk = await openBulkStore(config).catch((error: unknown) => {
+  const bulk = await database.openBulk().catch((error: unknown) => {
     output.discard();
     throw error;
   });

@@ -1,8 +1,8 @@
 import { Compile } from 'typebox/compile';
-import type { Config } from '../config/load.ts';
 import { HttpError } from '../http/problem.ts';
 import { fieldErrors } from '../http/validation.ts';
-import { openBulkStore, type Snapshot } from '../store/bulk.ts';
+import type { Snapshot } from '../store/bulk.ts';
+import type { Database } from '../store/database.ts';
 import { type ListFilter, type ListOrder, narrows, sortValue, type User } from '../store/store.ts';
 import { HEAD, PAGE_SIZE, TAIL } from '../users/listing.ts';
 import { recordJson, selectedFields } from '../record/json.ts';
@@ -68,7 +68,7 @@ function csvValues(user: User, fields: readonly FieldName[]): string[] {
 
 /** `user-records export [FILE]`. */
 export async function exportCommand(
-  config: Config,
+  database: Database,
   options: {
     file: string | undefined;
     format: string | undefined;
@@ -86,7 +86,7 @@ export async function exportCommand(
   const fields = selectedFields(options.query.fields);
   // The output first: one that cannot be written is said before the database is opened.
   const output = openOutput(options.file);
-  const bulk = await openBulkStore(config).catch((error: unknown) => {
+  const bulk = await database.openBulk().catch((error: unknown) => {
     output.discard();
     throw error;
   });

@@ -1,7 +1,6 @@
 import { createReadStream, statSync } from 'node:fs';
 import type { Readable } from 'node:stream';
-import type { Config } from '../config/load.ts';
-import { openBulkStore } from '../store/bulk.ts';
+import type { Database } from '../store/database.ts';
 import { StoreAtEndError, type UserInput } from '../store/store.ts';
 import { checkRecord } from './record-check.ts';
 import { LineTooLong } from './lines.ts';
@@ -69,7 +68,7 @@ function sameFile(a: string, b: string): boolean {
 }
 
 /** `user-records import FILE|-`: exit code 0 stored, 1 nothing stored (or failed). */
-export async function importCommand(config: Config, options: ImportOptions): Promise<number> {
+export async function importCommand(database: Database, options: ImportOptions): Promise<number> {
   const format = chooseFormat(options.format, options.file);
   const stdin = options.file === '-';
   let size: number | undefined;
@@ -102,7 +101,7 @@ export async function importCommand(config: Config, options: ImportOptions): Pro
         : ndjsonRows(text);
   const name = stdin ? 'standard input' : options.file;
 
-  const bulk = await openBulkStore(config);
+  const bulk = await database.openBulk();
   const progress = new Progress('import', { total: size, quiet: options.quiet });
   let importer;
   try {

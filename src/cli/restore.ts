@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import type { Config } from '../config/load.ts';
-import { openBulkStore, type StoredKey, type StoredRecord } from '../store/bulk.ts';
+import type { StoredKey, StoredRecord } from '../store/bulk.ts';
+import type { Database } from '../store/database.ts';
 import { type Header, LineFault, readBodyLine, readEnd, readHeader } from './backup-format.ts';
 import { type ByteLine, byteLines, LineTooLong } from './lines.ts';
 import { CommandFailed, say } from './output.ts';
@@ -165,13 +165,13 @@ class BackupReader {
  * after its end line's counts and checksum match what was read.
  */
 export async function restoreCommand(
-  config: Config,
+  database: Database,
   options: { file: string; replace: boolean; quiet: boolean },
 ): Promise<number> {
   const name = options.file === '-' ? 'standard input' : options.file;
   const reader = new BackupReader(options.file, name);
   try {
-    return await restore(reader, name, config, options);
+    return await restore(reader, name, database, options);
   } finally {
     await reader.close();
   }
@@ -180,11 +180,11 @@ export async function restoreCommand(
 async function restore(
   reader: BackupReader,
   name: string,
-  config: Config,
+  database: Database,
   options: { replace: boolean; quiet: boolean },
 ): Promise<number> {
   const header = await reader.header();
-  const bulk = await openBulkStore(config);
+  const bulk = await database.openBulk();
   try {
     const restorer = await bulk.restorer({ replace: options.replace });
     const progress = new Progress('restore', { quiet: options.quiet });

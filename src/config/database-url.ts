@@ -1,4 +1,4 @@
-export type DatabaseConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
+export type DatabaseConfig = { kind: 'sqlite'; path: string } | { kind: 'postgresql'; url: string };
 
 /**
  * `postgres://` (or `postgresql://`) for PostgreSQL; `file:PATH`, a plain path or `:memory:` for
@@ -10,7 +10,7 @@ export function parseDatabaseUrl(url: string): DatabaseConfig | string {
     if (!URL.canParse(url)) {
       return `is not a usable PostgreSQL URL: ${JSON.stringify(hideCredentials(url))}; expected postgres://USER:PASSWORD@HOST:PORT/DATABASE`;
     }
-    return { kind: 'postgres', url };
+    return { kind: 'postgresql', url };
   }
   if (url.startsWith('file://')) {
     const parsed = URL.canParse(url) ? new URL(url) : undefined;

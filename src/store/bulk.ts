@@ -1,13 +1,11 @@
-import type { Config } from '../config/load.ts';
 import type { RecordValues } from '../record/fields.ts';
-import { openPostgresBulk } from './postgres/bulk.ts';
-import { openSqliteBulk } from './sqlite/bulk.ts';
 import { type ListFilter, type ListOrder, MAX_ID, StoreAtEndError, type User, type UserInput } from './store.ts';
 
 /**
  * What the operator's commands need from storage, beside the service's store: whole-table work in
  * one transaction (imports, restores), consistent snapshots (exports, backups), the schema and an
- * integrity check. One connection of its own, opened with the schema brought up to date.
+ * integrity check. Opened by a Database's openBulk (database.ts): one connection of its own, the
+ * schema brought up to date.
  */
 
 /** A record with everything a backup keeps; times in ms since the epoch. */
@@ -72,7 +70,6 @@ export interface Restorer {
 }
 
 export interface BulkStore {
-  readonly kind: 'sqlite' | 'postgresql';
   importer(): Promise<Importer>;
   snapshot(): Promise<Snapshot>;
   /** Refuses (RestoreRefused) a database that holds records, unless `replace`. */
@@ -87,12 +84,4 @@ export interface BulkStore {
 /** A restore into a database that holds records, without `replace`. */
 export class RestoreRefused extends Error {
   override name = 'RestoreRefused';
-}
-
-/** The bulk side of the database DATABASE_URL names, its schema brought up to date. */
-export function openBulkStore(config: Pick<Config, 'database' | 'databaseTimeoutMs'>): Promise<BulkStore> {
-  const { database } = config;
-  return database.kind === 'sqlite'
-    ? openSqliteBulk(database.path, config.databaseTimeoutMs)
-    : openPostgresBulk(database.url, config.databaseTimeoutMs);
 }

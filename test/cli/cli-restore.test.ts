@@ -17,7 +17,7 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { RANGES } from '../../src/cli/backup-format.ts';
 import { loadConfig } from '../../src/config/load.ts';
-import { openBulkStore } from '../../src/store/bulk.ts';
+import { openDatabase } from '../../src/store/database.ts';
 import { startApp } from '../helpers/app.ts';
 import { BACKENDS, databases } from '../helpers/backends.ts';
 import { BIN, runCli } from '../helpers/cli.ts';
@@ -35,7 +35,7 @@ const available = BACKENDS.filter((backend) => backend.skip === false);
  * start): its change version, last id, every record with its version and times, every key.
  */
 async function contents(url: string): Promise<string> {
-  const bulk = await openBulkStore(loadConfig({ DATABASE_URL: url }, []));
+  const bulk = await openDatabase(loadConfig({ DATABASE_URL: url }, [])).openBulk();
   try {
     const snapshot = await bulk.snapshot();
     const lines = [`${snapshot.version} ${snapshot.lastId}`];

@@ -145,12 +145,12 @@ const validRows: ValidRow[] = [
   {
     name: 'DATABASE_URL postgres://',
     env: { DATABASE_URL: 'postgres://app:secret@db.internal:5432/users' },
-    expected: { database: { kind: 'postgres', url: 'postgres://app:secret@db.internal:5432/users' } },
+    expected: { database: { kind: 'postgresql', url: 'postgres://app:secret@db.internal:5432/users' } },
   },
   {
     name: '--database-url postgresql:// with options',
     argv: ['--database-url', 'postgresql://db.internal/users?sslmode=require'],
-    expected: { database: { kind: 'postgres', url: 'postgresql://db.internal/users?sslmode=require' } },
+    expected: { database: { kind: 'postgresql', url: 'postgresql://db.internal/users?sslmode=require' } },
   },
   {
     name: 'database timeout and pool size',
@@ -169,7 +169,7 @@ const validRows: ValidRow[] = [
   {
     name: '--workers 2 on PostgreSQL',
     argv: ['--workers', '2', '--database-url', 'postgres://h/db'],
-    expected: { workers: 2, database: { kind: 'postgres', url: 'postgres://h/db' } },
+    expected: { workers: 2, database: { kind: 'postgresql', url: 'postgres://h/db' } },
   },
   { name: 'WORKERS=auto: one per core', env: { WORKERS: 'auto' }, expected: { workers: availableParallelism() } },
   {

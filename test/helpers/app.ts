@@ -2,8 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { after, before } from 'node:test';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/load.ts';
-import { openStore } from '../../src/store/open-store.ts';
-import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import { openDatabase } from '../../src/store/database.ts';
+import { openSqliteStore } from '../../src/store/sqlite/store.ts';
 import type { UserStore } from '../../src/store/store.ts';
 import type { Backend, Database } from './backends.ts';
 
@@ -47,7 +47,7 @@ export async function startApp(env: AppEnv = {}, backend?: Backend): Promise<InP
     store =
       settings.DATABASE_URL === undefined
         ? await openSqliteStore(':memory:')
-        : await openStore(config, { check: true });
+        : await openDatabase(config).openStore({ check: true });
   } catch (error) {
     await database?.drop();
     throw error;

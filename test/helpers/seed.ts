@@ -1,5 +1,5 @@
 import { parseDatabaseUrl } from '../../src/config/load.ts';
-import { openStore } from '../../src/store/open-store.ts';
+import { openDatabase } from '../../src/store/database.ts';
 
 /**
  * Stores `count` records straight through the service's own store (its schema, its group commit),
@@ -9,7 +9,7 @@ import { openStore } from '../../src/store/open-store.ts';
 export async function seedRecords(url: string, count: number, prefix: string): Promise<void> {
   const database = parseDatabaseUrl(url);
   if (typeof database === 'string') throw new Error(database);
-  const store = await openStore({ database, databaseTimeoutMs: 30_000, databasePoolSize: 4 });
+  const store = await openDatabase({ database, databaseTimeoutMs: 30_000, databasePoolSize: 4 }).openStore();
   try {
     for (let first = 0; first < count; first += 1000) {
       const batch = Array.from({ length: Math.min(1000, count - first) }, (_, i) => first + i);

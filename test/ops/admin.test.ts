@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Page } from 'playwright-core';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/load.ts';
-import { openStore } from '../../src/store/open-store.ts';
+import { openDatabase } from '../../src/store/database.ts';
 import type { UserStore } from '../../src/store/store.ts';
 import { type InProcessApp, startApp } from '../helpers/app.ts';
 import { BACKENDS, type Backend } from '../helpers/backends.ts';
@@ -97,7 +97,7 @@ async function restartable(backend: Backend) {
     },
     [],
   );
-  const store: UserStore = await openStore(config, { check: true });
+  const store: UserStore = await openDatabase(config).openStore({ check: true });
   let app: FastifyInstance | undefined = await buildApp(config, { store });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return {

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/load.ts';
-import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import { openSqliteStore } from '../../src/store/sqlite/store.ts';
 import { BACKENDS } from '../helpers/backends.ts';
 import { rawRequest } from '../helpers/http.ts';
 import { serverForSuite, startServer, tempDir } from '../helpers/server.ts';

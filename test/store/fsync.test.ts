@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { openDatabase } from '../../src/store/sqlite/open.ts';
+import { openConnection } from '../../src/store/sqlite/connection.ts';
 import { startServer, tempDir } from '../helpers/server.ts';
 
 const STRACE = '/usr/bin/strace';
@@ -12,7 +12,7 @@ const STRACE = '/usr/bin/strace';
 describe('durability of an answered write', () => {
   it('every SQLite connection (the writer’s among them) runs in WAL mode with synchronous=FULL', async () => {
     const data = tempDir();
-    const db = openDatabase(join(data.dir, 'users.db'), { busyTimeoutMs: 0, migrate: true });
+    const db = openConnection(join(data.dir, 'users.db'), { busyTimeoutMs: 0, migrate: true });
     try {
       assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
       assert.equal(db.pragma('synchronous', { simple: true }), 2);

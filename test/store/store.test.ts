@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { parseDatabaseUrl } from '../../src/config/load.ts';
 import { fingerprint } from '../../src/store/fingerprint.ts';
-import { openStore } from '../../src/store/open-store.ts';
+import { openDatabase } from '../../src/store/database.ts';
 import type { Commit, IdempotencyKey, ListFilter, User, UserInput, UserStore } from '../../src/store/store.ts';
 import { BACKENDS, type Database as TestDatabase } from '../helpers/backends.ts';
 
@@ -13,7 +13,7 @@ import { BACKENDS, type Database as TestDatabase } from '../helpers/backends.ts'
 async function openUrl(url: string, changesRetentionMs?: number): Promise<UserStore> {
   const database = parseDatabaseUrl(url);
   if (typeof database === 'string') throw new Error(database);
-  return openStore({ database, databaseTimeoutMs: 5000, databasePoolSize: 5, changesRetentionMs });
+  return openDatabase({ database, databaseTimeoutMs: 5000, databasePoolSize: 5, changesRetentionMs }).openStore();
 }
 
 const databases: TestDatabase[] = [];

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { Readable } from 'node:stream';
 import { parseDatabaseUrl } from '../../src/config/load.ts';
-import { openStore } from '../../src/store/open-store.ts';
+import { openDatabase } from '../../src/store/database.ts';
 import type { UserStore } from '../../src/store/store.ts';
 import { FullListing, type Listing } from '../../src/users/full-listing.ts';
 import { BACKENDS, type Database } from '../helpers/backends.ts';
@@ -10,7 +10,7 @@ import { BACKENDS, type Database } from '../helpers/backends.ts';
 async function openUrl(url: string): Promise<UserStore> {
   const database = parseDatabaseUrl(url);
   if (typeof database === 'string') throw new Error(database);
-  return openStore({ database, databaseTimeoutMs: 5000, databasePoolSize: 5 });
+  return openDatabase({ database, databaseTimeoutMs: 5000, databasePoolSize: 5 }).openStore();
 }
 
 /** The body as text, and whether it came from memory (a Buffer) rather than streamed. */

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/load.ts';
-import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/store.ts';
 import { StoreBusyError, StoreTimeoutError, type UserStore } from '../../src/store/store.ts';
 import { call } from '../helpers/http.ts';
 import { Latencies } from '../helpers/latency.ts';

@@ -4,8 +4,8 @@ import BetterSqlite from 'better-sqlite3';
 import fc from 'fast-check';
 import { parseDatabaseUrl } from '../../src/config/load.ts';
 import { type Dialect, listQuery } from '../../src/store/list-sql.ts';
-import { openStore } from '../../src/store/open-store.ts';
-import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import { openDatabase } from '../../src/store/database.ts';
+import { openSqliteStore } from '../../src/store/sqlite/store.ts';
 import {
   fold,
   type ListFilter,
@@ -133,7 +133,7 @@ for (const backend of BACKENDS) {
       database = await backend.fresh();
       const config = parseDatabaseUrl(database.url);
       if (typeof config === 'string') throw new Error(config);
-      store = await openStore({ database: config, databaseTimeoutMs: 10_000, databasePoolSize: 4 });
+      store = await openDatabase({ database: config, databaseTimeoutMs: 10_000, databasePoolSize: 4 }).openStore();
       // In a few bursts a few ms apart, so that creation times repeat and differ.
       for (let i = 0; i < PEOPLE.length; i += 5) {
         const batch = PEOPLE.slice(i, i + 5).map(([name, age, city]) => store.create({ name, age, city }));
@@ -315,7 +315,7 @@ for (const backend of BACKENDS) {
       database = await backend.fresh();
       const config = parseDatabaseUrl(database.url);
       if (typeof config === 'string') throw new Error(config);
-      store = await openStore({ database: config, databaseTimeoutMs: 30_000, databasePoolSize: 4 });
+      store = await openDatabase({ database: config, databaseTimeoutMs: 30_000, databasePoolSize: 4 }).openStore();
       for (let i = 0; i < 5000; i += 500) {
         const batch = Array.from({ length: 500 }, (_, j) => {
           const n = i + j;

@@ -21,9 +21,9 @@ import {
 import { DEFAULT_CHANGES_RETENTION_MS, type UserInput } from '../store.ts';
 import { copyIn, type CopyIn, copyOut, copyText } from './copy-text.ts';
 import { guarded } from './errors.ts';
-import { migratePostgres } from './migrations.ts';
+import { openPool } from './pool.ts';
 import { CHANGES_CHANNEL } from './batch.ts';
-import { PostgresStore } from './postgres-store.ts';
+import { PostgresStore } from './store.ts';
 import { RECORD_TYPES } from './statements.ts';
 
 /** Wakes the streams of running services to read the log (delivered at commit). */
@@ -83,25 +83,16 @@ const RECORD_RULES = RECORD_FIELDS.map((field) => {
 /** The bulk side of a PostgreSQL database: a pool of one connection, so every query runs in the same session. */
 export async function openPostgresBulk(url: string, timeoutMs: number): Promise<BulkStore> {
   // One connection that never idles out: a snapshot's REPEATABLE READ transaction lives on it.
-  const pool = new pg.Pool({
-    connectionString: url,
+  const pool = await openPool(url, {
     max: 1,
     idleTimeoutMillis: 0,
     connectionTimeoutMillis: timeoutMs,
     application_name: 'user-records-cli',
   });
-  pool.on('error', ignore);
-  try {
-    await guarded(() => migratePostgres(pool));
-    return new PostgresBulk(pool);
-  } catch (error) {
-    await pool.end();
-    throw error;
-  }
+  return new PostgresBulk(pool);
 }
 
 class PostgresBulk implements BulkStore {
-  readonly kind = 'postgresql';
   readonly #pool: pg.Pool;
 
   constructor(pool: pg.Pool) {

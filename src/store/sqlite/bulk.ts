@@ -19,8 +19,8 @@ import {
   writtenValues,
 } from '../columns.ts';
 import type { UserInput } from '../store.ts';
-import { openDatabase } from './open.ts';
-import { asUnavailable } from './rows.ts';
+import { openConnection } from './connection.ts';
+import { asUnavailable } from './errors.ts';
 import { ReadStatements } from './statements.ts';
 
 const FOLDED = FOLDED_COLUMNS.join(', ');
@@ -48,13 +48,12 @@ const CACHE_KIB = 2048;
 
 /** The bulk side of an SQLite file: one connection of its own, waiting up to `busyTimeoutMs` for the write lock. */
 export async function openSqliteBulk(path: string, busyTimeoutMs: number): Promise<BulkStore> {
-  const db = openDatabase(path, { busyTimeoutMs, migrate: true });
+  const db = openConnection(path, { busyTimeoutMs, migrate: true });
   db.pragma(`cache_size = -${CACHE_KIB}`);
   return new SqliteBulk(db);
 }
 
 class SqliteBulk implements BulkStore {
-  readonly kind = 'sqlite';
   readonly #db: Database.Database;
 
   constructor(db: Database.Database) {

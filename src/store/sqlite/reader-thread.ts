@@ -3,7 +3,7 @@ import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import type { ListFilter, ListOrder } from '../store.ts';
-import { isUnavailable, needsReopen } from './rows.ts';
+import { isUnavailable, needsReopen } from './errors.ts';
 import { ReadStatements } from './statements.ts';
 
 /** A read that may take long: a listing other than a plain page, or a count. */
@@ -70,7 +70,7 @@ let db: Database.Database;
 let reads: ReadStatements;
 try {
   db = new Database(path, { readonly: true, fileMustExist: true, timeout: busyTimeoutMs });
-  // As the main connection (open.ts): pages read again stay in memory, filled only as they are read.
+  // As the main connection (connection.ts): pages read again stay in memory, filled only as they are read.
   db.pragma('cache_size = -32768');
   reads = new ReadStatements(db, givenUp);
   send({ type: 'ready' });

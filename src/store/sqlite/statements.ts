@@ -6,6 +6,7 @@ import {
   FOLDED_COLUMNS,
   placeholders,
   type UserRow,
+  userReader,
   WRITTEN_COLUMNS,
   writtenValues,
 } from '../columns.ts';
@@ -23,7 +24,9 @@ import {
   type User,
 } from '../store.ts';
 import type { HookRow, KeyRow, Step } from '../write-rules.ts';
-import { toUser } from './rows.ts';
+
+/** A users row as SQLite returns it (times in milliseconds since the epoch) as a User. */
+const toUser = userReader({ id: (value) => value as number, time: (value) => new Date(value as number) });
 
 /** A change log row: the record's fields with its own version as record_version, times in ms. */
 type ChangeRow = UserRow & {

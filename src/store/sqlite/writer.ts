@@ -3,8 +3,8 @@ import type { Statement } from 'better-sqlite3';
 import type { Change } from '../store.ts';
 import { runNow, type WriteRequest, WriteRules } from '../write-rules.ts';
 import { FileGuard } from './file-guard.ts';
-import { openDatabase } from './open.ts';
-import { isUnavailable, needsReopen } from './rows.ts';
+import { openConnection } from './connection.ts';
+import { isUnavailable, needsReopen } from './errors.ts';
 import { WriteStatements } from './statements.ts';
 
 /** Why one write failed, as data that crosses threads. */
@@ -72,7 +72,7 @@ export class SqliteWriter {
     this.#path = path;
     this.#busyTimeoutMs = busyTimeoutMs;
     this.#retentionMs = retentionMs;
-    this.#db = db ?? openDatabase(path, { busyTimeoutMs });
+    this.#db = db ?? openConnection(path, { busyTimeoutMs });
     this.#statements = this.#prepare();
     this.#guard = path === ':memory:' ? undefined : new FileGuard(path);
   }
@@ -201,7 +201,7 @@ export class SqliteWriter {
     if (Date.now() - this.#reopenedAt < REOPEN_INTERVAL_MS) return this.#broken;
     this.#reopenedAt = Date.now();
     try {
-      const db = openDatabase(this.#path, { busyTimeoutMs: this.#busyTimeoutMs, check: true });
+      const db = openConnection(this.#path, { busyTimeoutMs: this.#busyTimeoutMs, check: true });
       this.#close();
       this.#db = db;
       this.#statements = this.#prepare();

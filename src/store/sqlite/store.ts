@@ -24,9 +24,9 @@ import {
 } from '../store.ts';
 import { isAtEnd, remembered, runNow, type WriteRequest } from '../write-rules.ts';
 import { FileGuard } from './file-guard.ts';
-import { openDatabase } from './open.ts';
+import { openConnection } from './connection.ts';
 import { ReaderPool } from './reader-pool.ts';
-import { asUnavailable } from './rows.ts';
+import { asUnavailable } from './errors.ts';
 import { ReadStatements } from './statements.ts';
 import type { JobOutcome } from './writer.ts';
 import { InlineLink, ThreadLink, type WriterLink } from './writer-link.ts';
@@ -58,7 +58,7 @@ export async function openSqliteStore(path: string, options: SqliteOptions = {})
   const busyTimeoutMs = Math.trunc(options.busyTimeoutMs ?? 5000);
   const memory = path === ':memory:';
   // Reads never wait inside SQLite (that would hold the event loop): a busy read is retried here.
-  const db = openDatabase(path, { busyTimeoutMs: memory ? busyTimeoutMs : 0, migrate: true, check: options.check });
+  const db = openConnection(path, { busyTimeoutMs: memory ? busyTimeoutMs : 0, migrate: true, check: options.check });
   const listeners = new CommitListeners();
   const onChanges = (changes: Commit['changes']) => listeners.emit({ changes });
   const settings = { busyTimeoutMs, retentionMs: options.changesRetentionMs ?? DEFAULT_CHANGES_RETENTION_MS };

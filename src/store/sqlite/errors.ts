@@ -1,9 +1,5 @@
 import { SqliteError } from 'better-sqlite3';
-import { userReader } from '../columns.ts';
 import { StoreUnavailableError } from '../store.ts';
-
-/** A users row as SQLite returns it (times in milliseconds since the epoch) as a User. */
-export const toUser = userReader({ id: (value) => value as number, time: (value) => new Date(value as number) });
 
 /**
  * Faults of the database file or the machine, not of the request: the client may retry later.

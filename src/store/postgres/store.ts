@@ -31,7 +31,7 @@ import {
 import { remembered, runAwaiting, type WriteRequest } from '../write-rules.ts';
 import { CHANGES_CHANNEL, PostgresBatch } from './batch.ts';
 import { guarded, isConnectionFault } from './errors.ts';
-import { migratePostgres } from './migrations.ts';
+import { openPool } from './pool.ts';
 import { type ChangeRow, COLUMNS, execStep, toChange, toUser, type UserRow } from './statements.ts';
 import { SharedWatch } from '../shared-watch.ts';
 
@@ -102,8 +102,7 @@ export interface PostgresOptions {
 
 /** Connects to PostgreSQL and brings the schema up to date. */
 export async function openPostgresStore(url: string, options: PostgresOptions): Promise<PostgresStore> {
-  const pool = new pg.Pool({
-    connectionString: url,
+  const pool = await openPool(url, {
     max: options.poolSize,
     connectionTimeoutMillis: options.statementTimeoutMs,
     statement_timeout: options.statementTimeoutMs,
@@ -113,16 +112,7 @@ export async function openPostgresStore(url: string, options: PostgresOptions): 
     application_name: 'user-records',
     keepAlive: true,
   });
-  // A pooled idle connection that breaks (the server restarted) is dropped by the pool; the next
-  // request that needs the database reports the fault. Without a listener it would crash the process.
-  pool.on('error', () => undefined);
-  try {
-    await guarded(() => migratePostgres(pool));
-    return new PostgresStore(pool, url, options.changesRetentionMs ?? DEFAULT_CHANGES_RETENTION_MS);
-  } catch (error) {
-    await pool.end();
-    throw error;
-  }
+  return new PostgresStore(pool, url, options.changesRetentionMs ?? DEFAULT_CHANGES_RETENTION_MS);
 }
 
 export class PostgresStore implements UserStore {

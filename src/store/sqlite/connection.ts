@@ -4,7 +4,7 @@ import Database, { SqliteError } from 'better-sqlite3';
 import { StoreOpenError } from '../store.ts';
 import { migrate } from './migrations.ts';
 
-export interface OpenOptions {
+export interface ConnectionOptions {
   /** SQLite's own wait for a lock another connection holds; 0 on the event loop (waits are retried there). */
   busyTimeoutMs: number;
   /** Apply pending migrations (one connection per process does). */
@@ -77,7 +77,7 @@ function checkWritable(path: string): void {
  * fsync'd before it returns. Faults of the path or the file are StoreOpenError with the path and
  * the cause in one line.
  */
-export function openDatabase(path: string, options: OpenOptions): Database.Database {
+export function openConnection(path: string, options: ConnectionOptions): Database.Database {
   if (path !== ':memory:') {
     makeFolders(path);
     checkWritable(path);

@@ -1,0 +1,23 @@
+import type { Config } from '../../config/load.ts';
+import type { BulkStore } from '../bulk.ts';
+import { openSqliteBulk } from './bulk.ts';
+import { openSqliteStore, type SqliteStore } from './store.ts';
+
+/** SQLite's part of openDatabase (../database.ts): the file at `path`, and the settings it reads. */
+export function sqliteDatabase(
+  path: string,
+  settings: Pick<Config, 'databaseTimeoutMs'> &
+    Partial<Pick<Config, 'changesRetentionMs' | 'sqliteReaders' | 'sqliteReadQueue'>>,
+) {
+  return {
+    openStore: (options: { check?: boolean } = {}): Promise<SqliteStore> =>
+      openSqliteStore(path, {
+        busyTimeoutMs: settings.databaseTimeoutMs,
+        check: options.check,
+        changesRetentionMs: settings.changesRetentionMs,
+        readers: settings.sqliteReaders,
+        readQueue: settings.sqliteReadQueue,
+      }),
+    openBulk: (): Promise<BulkStore> => openSqliteBulk(path, settings.databaseTimeoutMs),
+  };
+}
