@@ -53,7 +53,7 @@ describe('imports', () => {
     {
       name: 'through a folder, a re-export and a dynamic import',
       sources: {
-        'x/c.ts': `export { d } from '../../d.ts';`,
+        'x/c.ts': `export { d } from '../d.ts';`,
         'd.ts': `const e = await import('./e.ts');`,
         'e.ts': `import { c } from './x/c.ts';`,
       },
