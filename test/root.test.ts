@@ -2,15 +2,14 @@
 // API client, public like the docs and admin pages; and the start-up line that names the pages to
 // open. `GET /` was a 404 and the log named no address.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, it, type TestContext } from 'node:test';
+import { describe, it } from 'node:test';
 import { VERSION } from '../src/config/version.ts';
 import { prefersHtml } from '../src/ops/accept.ts';
 import { startUrls } from '../src/ops/start-urls.ts';
 import { appForSuite } from './helpers/app.ts';
-import { launchBrowser, type PageWatch, watchedPage } from './helpers/browser.ts';
-import { CHROMIUM } from './helpers/chromium.ts';
+import { axeViolations, launchBrowser, needsChromium, type PageWatch, watchedPage } from './helpers/browser.ts';
 import { type Answer, call } from './helpers/http.ts';
 import { runScenarios } from './helpers/scenario.ts';
 import { startServer, tempDir } from './helpers/server.ts';
@@ -221,14 +220,6 @@ describe('the start-up line names the pages to open', () => {
   }
 });
 
-/** Without Chromium: skipped on a developer machine, a failure in CI (where .ci/run installs it). */
-function needsChromium(t: TestContext): boolean {
-  if (existsSync(CHROMIUM)) return true;
-  assert.notEqual(process.env.CI, 'true', `Chromium is not installed at ${CHROMIUM} (.ci/run installs it)`);
-  t.skip(`Chromium is not installed at ${CHROMIUM}: apt-get install -y --no-install-recommends chromium`);
-  return false;
-}
-
 describe('/ in a real Chromium, tokens required', () => {
   it('shows the page styled as the admin page, blocks nothing, and its links open', async (t) => {
     if (!needsChromium(t)) return;
@@ -246,6 +237,7 @@ describe('/ in a real Chromium, tokens required', () => {
       const answer = await page.goto(`${server.url}/`);
       assert.equal(answer?.status(), 200);
       assert.equal(await page.title(), 'user-records');
+      assert.deepEqual(await axeViolations(page), [], 'the start page');
       // The admin page's stylesheet applies: its header is shaded, its text not the browser's serif.
       const header = await page.evaluate("getComputedStyle(document.querySelector('header')).backgroundColor");
       assert.equal(header, 'rgb(246, 248, 250)');
