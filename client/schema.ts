@@ -49,6 +49,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where to start: links to the pages and the API
+         * @description A browser (`Accept` preferring `text/html`) gets a small page of links; any other client gets them as JSON. No token needed.
+         */
+        get: operations["getHome"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /**
+         * The methods this path serves
+         * @description No body; `Allow` lists the methods. A browser’s CORS preflight is answered before this.
+         */
+        options: operations["optionsHome"];
+        /**
+         * Where to start: links to the pages and the API
+         * @description A browser (`Accept` preferring `text/html`) gets a small page of links; any other client gets them as JSON. No token needed.
+         */
+        head: operations["getHomeHead"];
+        patch?: never;
+        trace?: never;
+    };
     "/auth/scope": {
         parameters: {
             query?: never;
@@ -331,6 +359,50 @@ export interface components {
                 detail: string;
             }[];
         };
+        /** Home */
+        Home: {
+            /** @enum {string} */
+            name: "user-records";
+            /** @description The version of the service. */
+            version: string;
+            links: {
+                /**
+                 * @description the admin page: browse, add, edit and delete the records, live
+                 * @example /admin
+                 */
+                admin: string;
+                /**
+                 * @description the API documented (Swagger UI), with its OpenAPI document
+                 * @example /docs
+                 */
+                docs: string;
+                /**
+                 * @description the OpenAPI 3.1 document itself
+                 * @example /openapi.json
+                 */
+                openapi: string;
+                /**
+                 * @description the records, as JSON
+                 * @example /users
+                 */
+                users: string;
+                /**
+                 * @description every change as it happens (Server-Sent Events)
+                 * @example /users/events
+                 */
+                events: string;
+                /**
+                 * @description liveness: the process answers
+                 * @example /healthz
+                 */
+                health: string;
+            };
+            /**
+             * @description Where the settings are described, in the package (also: `user-records serve --help`).
+             * @enum {string}
+             */
+            settings: "docs/operations.md#settings";
+        };
         /** Scope */
         Scope: {
             /** @description `read`: GET and HEAD only; `write`: everything. Without tokens configured, always `write`. */
@@ -527,6 +599,159 @@ export interface operations {
                 content: {
                     "text/html": string;
                 };
+            };
+        };
+    };
+    getHome: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The links: as JSON, or as a page for a browser. */
+            200: {
+                headers: {
+                    /** @description `Accept`: the answer depends on it. */
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Home"];
+                    "text/html": string;
+                };
+            };
+            /** @description Invalid input (every bad parameter is listed in `errors`), a malformed body or an unsupported body type. Nothing was stored. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The URL is longer than 8 KiB. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is not reachable, the service is overloaded or shutting down; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    optionsHome: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No body; Allow lists the methods. */
+            204: {
+                headers: {
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The URL is longer than 8 KiB. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is not reachable, the service is overloaded or shutting down; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getHomeHead: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The links: as JSON, or as a page for a browser. */
+            200: {
+                headers: {
+                    /** @description `Accept`: the answer depends on it. */
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input (every bad parameter is listed in `errors`), a malformed body or an unsupported body type. Nothing was stored. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The URL is longer than 8 KiB. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The database is not reachable, the service is overloaded or shutting down; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

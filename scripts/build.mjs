@@ -6,14 +6,13 @@
 // and bin/user-records.mjs builds it into dist/cli/). The command line's bundle is split: what only
 // `serve` needs (the HTTP side and its packages) is a chunk beside it, loaded when `serve` runs, so
 // the other commands start in half the time and memory. The admin page (admin/) is built here too,
-// and its files carried inside the bundle.
+// and its files carried inside the bundle. scripts/start.mjs (`npm start`) calls buildBundle in its
+// own process before it runs the bundle.
 import { readdirSync, rmSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { buildAdmin } from '../admin/build.mjs';
-
-const outfile = process.argv[2] ?? 'dist/server.mjs';
-const entry = process.argv[3] ?? 'src/server.ts';
 /** The admin page, built once here and carried in the bundle in place of src/ops/admin-assets.ts. */
 let admin;
 const adminAssets = {
@@ -49,29 +48,34 @@ const common = {
   logLevel: 'warning',
 };
 
-if (entry === 'src/cli.ts' || entry.endsWith('/src/cli.ts')) {
-  const outdir = dirname(outfile);
-  const { metafile } = await build({
-    ...common,
-    entryPoints: { [basename(outfile, extname(outfile))]: entry },
-    outdir,
-    outExtension: { '.js': extname(outfile) || '.js' },
-    splitting: true,
-    chunkNames: 'cli-[hash]',
-    metafile: true,
-  });
-  // The chunks of earlier builds: their names are hashes of their content, so each build would
-  // otherwise leave its own beside the new ones.
-  const written = new Set(Object.keys(metafile.outputs).map((path) => basename(path)));
-  for (const name of readdirSync(outdir)) {
-    if (name.startsWith('cli-') && !written.has(name)) rmSync(join(outdir, name), { force: true });
+/** Bundles `entry` into `outfile`, with the SQLite threads beside it; paths from the package's folder, where npm runs scripts. */
+export async function buildBundle(outfile = 'dist/server.mjs', entry = 'src/server.ts') {
+  if (entry === 'src/cli.ts' || entry.endsWith('/src/cli.ts')) {
+    const outdir = dirname(outfile);
+    const { metafile } = await build({
+      ...common,
+      entryPoints: { [basename(outfile, extname(outfile))]: entry },
+      outdir,
+      outExtension: { '.js': extname(outfile) || '.js' },
+      splitting: true,
+      chunkNames: 'cli-[hash]',
+      metafile: true,
+    });
+    // The chunks of earlier builds: their names are hashes of their content, so each build would
+    // otherwise leave its own beside the new ones.
+    const written = new Set(Object.keys(metafile.outputs).map((path) => basename(path)));
+    for (const name of readdirSync(outdir)) {
+      if (name.startsWith('cli-') && !written.has(name)) rmSync(join(outdir, name), { force: true });
+    }
+  } else {
+    await build({ ...common, entryPoints: [entry], outfile });
   }
-} else {
-  await build({ ...common, entryPoints: [entry], outfile });
+  for (const [thread, source] of [
+    ['sqlite-writer', 'src/store/sqlite/writer-thread.ts'],
+    ['sqlite-reader', 'src/store/sqlite/reader-thread.ts'],
+  ]) {
+    await build({ ...common, entryPoints: [source], outfile: join(dirname(outfile), `${thread}.mjs`) });
+  }
 }
-for (const [thread, source] of [
-  ['sqlite-writer', 'src/store/sqlite/writer-thread.ts'],
-  ['sqlite-reader', 'src/store/sqlite/reader-thread.ts'],
-]) {
-  await build({ ...common, entryPoints: [source], outfile: join(dirname(outfile), `${thread}.mjs`) });
-}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) await buildBundle(process.argv[2], process.argv[3]);

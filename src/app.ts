@@ -23,6 +23,7 @@ import { logOutput } from './logs/output.ts';
 import { registerAdmin } from './ops/admin.ts';
 import { registerDocs } from './ops/docs.ts';
 import { registerHealthRoutes } from './ops/health.ts';
+import { registerHome } from './ops/home.ts';
 import { registerMetrics } from './ops/metrics.ts';
 import { registerTokenScope } from './ops/token-scope.ts';
 import type { UserStore } from './store/store.ts';
@@ -141,6 +142,7 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
 
   await registerDocs(app, config.tokens.length > 0);
   registerAdmin(app);
+  registerHome(app);
   registerTokenScope(app, authenticate);
   const store = withMetrics ? metrics.store : deps.store;
   registerHealthRoutes(app, store);

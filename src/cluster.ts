@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import type { Config } from './config/load.ts';
 import { aggregateWorkerMetrics } from './ops/cluster-metrics.ts';
 import { logOutput } from './logs/output.ts';
+import { startUrls } from './ops/start-urls.ts';
 
 /** The wait before a worker that died is replaced. */
 const RESTART_DELAY_MS = 1000;
@@ -42,6 +43,8 @@ export function runPrimary(config: Readonly<Config>): void {
           { workers: config.workers },
           `all ${config.workers} workers listening at http://${host}:${address.port}`,
         );
+        const { msg, ...urls } = startUrls(address.address ?? config.host, address.port);
+        log.info(urls, msg);
       }
     });
     worker.once('exit', (code, signal) => {

@@ -7,6 +7,7 @@ import { helpText } from './config/help.ts';
 import { type Config, ConfigError, loadConfig } from './config/load.ts';
 import { VERSION } from './config/version.ts';
 import { exposureWarning } from './ops/exposure.ts';
+import { startUrls } from './ops/start-urls.ts';
 import { type Database, openDatabase } from './store/database.ts';
 import { StoreOpenError, StoreUnavailableError } from './store/store.ts';
 
@@ -26,6 +27,12 @@ async function serve(config: Readonly<Config>, database: Database): Promise<void
   try {
     app = await buildApp(config, { store });
     await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG });
+    // With workers, the primary says it once all of them listen (cluster.ts).
+    const address = app.server.address();
+    if (cluster.isPrimary && typeof address === 'object' && address !== null) {
+      const { msg, ...urls } = startUrls(address.address, address.port);
+      app.log.info(urls, msg);
+    }
     // Once per service, not once per worker.
     const warning = exposureWarning(config);
     if (warning !== undefined && (cluster.isPrimary || cluster.worker?.id === 1)) app.log.warn(warning);

@@ -63,3 +63,16 @@ export const ADMIN_CSP = [
   "form-action 'none'",
   "frame-ancestors 'none'",
 ].join('; ');
+
+/**
+ * The Content-Security-Policy of the start page (`/`): links, the admin page's stylesheet and
+ * icon, and no script at all.
+ */
+export const HOME_CSP = [
+  "default-src 'none'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');

@@ -46,7 +46,7 @@ function eventExample(field: FieldName): unknown {
 }
 
 /** Schemas published under their `title` in components.schemas and referenced where they are used. */
-const NAMED = new Set(['User', 'Users', 'Problem', 'Status', 'Scope']);
+const NAMED = new Set(['User', 'Users', 'Problem', 'Status', 'Scope', 'Home']);
 
 const isObject = (value: unknown): value is Json =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -236,7 +236,8 @@ function withCommonResponses(given: { schema: FastifySchema; url: string; route:
   let schema = given.schema;
   const policy = (route.config as PolicyConfig | undefined)?.policy ?? {};
   if (route.method === 'OPTIONS') {
-    const name = url.replace(/[/:{}.]+(\w)?/g, (_all, next?: string) => (next ?? '').toUpperCase());
+    // `/users/:id` → `UsersId`; `/`, the home, → `Home`.
+    const name = url.replace(/[/:{}.]+(\w)?/g, (_all, next?: string) => (next ?? '').toUpperCase()) || 'Home';
     schema = {
       tags: [url.startsWith('/users') ? 'users' : 'operations'],
       operationId: `options${name}`,

@@ -1,3 +1,7 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import type { TestContext } from 'node:test';
+import axe from 'axe-core';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS } from './chromium.ts';
 import { tempDir } from './server.ts';
@@ -72,4 +76,22 @@ export async function watchedPage(context: BrowserContext, watch: PageWatch, exp
     watch.errors.push(`console: ${text}`);
   });
   return page;
+}
+
+/** Without Chromium: skipped on a developer machine, a failure in CI (where .ci/run installs it). */
+export function needsChromium(t: TestContext): boolean {
+  if (existsSync(CHROMIUM)) return true;
+  assert.notEqual(process.env.CI, 'true', `Chromium is not installed at ${CHROMIUM} (.ci/run installs it)`);
+  t.skip(`Chromium is not installed at ${CHROMIUM}: apt-get install -y --no-install-recommends chromium`);
+  return false;
+}
+
+/** The serious and critical accessibility violations axe-core finds on the page as it is now. */
+export async function axeViolations(page: Page): Promise<string[]> {
+  // Evaluated through the DevTools protocol, which the page's CSP does not govern.
+  await page.evaluate(axe.source);
+  const results = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] })")) as axe.AxeResults;
+  return results.violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => `${violation.impact} ${violation.id}: ${violation.nodes.map((node) => node.target).join(' ')}`);
 }

@@ -90,6 +90,7 @@ describe('security headers, CORS off (the default)', () => {
     { name: 'a created record', method: 'POST', path: '/users?name=Hal&age=9&city=Oslo', status: 200 },
     { name: 'a health check', method: 'GET', path: '/healthz', status: 200 },
     { name: 'the OpenAPI document', method: 'GET', path: '/openapi.json', status: 200 },
+    { name: 'the start page’s links as JSON', method: 'GET', path: '/', status: 200 },
     { name: 'a plain OPTIONS', method: 'OPTIONS', path: '/users', status: 204 },
     { name: 'a problem 400 (invalid input)', method: 'GET', path: '/users?age=abc', status: 400 },
     { name: 'a problem 404 (no such record)', method: 'GET', path: '/users/999999', status: 404 },
@@ -151,6 +152,15 @@ describe('security headers, CORS off (the default)', () => {
       /https?:|\*|'unsafe-inline'|'unsafe-eval'/,
       'the docs CSP allows something remote or inline',
     );
+  });
+
+  it('on the start page for a browser: a CSP of its own, no script at all', async () => {
+    const answer = await call(suite.current.app, 'GET', '/', { headers: { accept: 'text/html' } });
+    assert.equal(answer.status, 200);
+    assertSecurityHeaders(answer, '/', /^default-src 'none'; style-src 'self'; /);
+    const csp = answer.headers.get('content-security-policy') ?? '';
+    assert.match(csp, /frame-ancestors 'none'/);
+    assert.doesNotMatch(csp, /script-src|https?:|\*|'unsafe-/, 'the start page’s CSP allows a script or more');
   });
 
   it('answers a preflight with no CORS headers', async () => {

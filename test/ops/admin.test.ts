@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
-import { after, before, describe, it, type TestContext } from 'node:test';
-import axe from 'axe-core';
+import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import type { Page } from 'playwright-core';
 import { buildApp } from '../../src/app.ts';
@@ -10,7 +9,7 @@ import { openDatabase } from '../../src/store/database.ts';
 import type { UserStore } from '../../src/store/store.ts';
 import { type InProcessApp, startApp } from '../helpers/app.ts';
 import { BACKENDS, type Backend } from '../helpers/backends.ts';
-import { launchBrowser, type PageWatch, watchedPage } from '../helpers/browser.ts';
+import { axeViolations, launchBrowser, needsChromium, type PageWatch, watchedPage } from '../helpers/browser.ts';
 import { CHROMIUM } from '../helpers/chromium.ts';
 import { runCli } from '../helpers/cli.ts';
 import { scaled } from '../helpers/scale.ts';
@@ -36,14 +35,6 @@ const RECORD_LONG_TASKS = `
 const READ_TOKEN = 'read:admin-test-read-token-4f1c9e2a7b';
 const WRITE_TOKEN = 'write:admin-test-write-token-8d3b6a1e5c';
 
-/** Without Chromium: skipped on a developer machine, a failure in CI (where .ci/run installs it). */
-function needsChromium(t: TestContext): boolean {
-  if (existsSync(CHROMIUM)) return true;
-  assert.notEqual(process.env.CI, 'true', `Chromium is not installed at ${CHROMIUM} (.ci/run installs it)`);
-  t.skip(`Chromium is not installed at ${CHROMIUM}: apt-get install -y --no-install-recommends chromium`);
-  return false;
-}
-
 interface Listed {
   data: Array<{ id: number; name: string; age: string; city: string }>;
 }
@@ -59,16 +50,6 @@ async function create(app: FastifyInstance, name: string, age: number, city: str
   const answer = await app.inject({ method: 'POST', url: `/users?${query}` });
   assert.equal(answer.statusCode, 200, answer.body);
   return (JSON.parse(answer.body) as { data: [{ id: number }] }).data[0].id;
-}
-
-/** The serious and critical accessibility violations axe-core finds on the page as it is now. */
-async function axeViolations(page: Page): Promise<string[]> {
-  // Evaluated through the DevTools protocol, which the page's CSP does not govern.
-  await page.evaluate(axe.source);
-  const results = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] })")) as axe.AxeResults;
-  return results.violations
-    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .map((violation) => `${violation.impact} ${violation.id}: ${violation.nodes.map((node) => node.target).join(' ')}`);
 }
 
 /** Types a record into the form's three fields. */

@@ -98,7 +98,7 @@ describe('OpenAPI document', () => {
 
   it('names its components, gives every operation its own operationId, and has servers and a license', () => {
     const schemas = objectAt(objectAt(doc, 'components', 'components'), 'schemas', 'components.schemas');
-    for (const name of ['User', 'Users', 'Problem']) objectAt(schemas, name, `components.schemas.${name}`);
+    for (const name of ['User', 'Users', 'Problem', 'Home']) objectAt(schemas, name, `components.schemas.${name}`);
     const ids: string[] = [];
     for (const item of Object.values(objectAt(doc, 'paths', 'paths'))) {
       for (const [method, op] of Object.entries(item as Json)) {
@@ -109,7 +109,8 @@ describe('OpenAPI document', () => {
     assert.equal(new Set(ids).size, ids.length, `repeated operationIds: ${ids.join(', ')}`);
     assert.ok(Array.isArray(doc.servers) && doc.servers.length > 0);
     assert.equal(objectAt(objectAt(doc, 'info', 'info'), 'license', 'license').name, 'MIT');
-    for (const path of ['/metrics', '/openapi.json', '/docs']) objectAt(objectAt(doc, 'paths', 'paths'), path, path);
+    for (const path of ['/', '/metrics', '/openapi.json', '/docs'])
+      objectAt(objectAt(doc, 'paths', 'paths'), path, path);
     const get304 = objectAt(objectAt(operation(doc, '/users/{id}', 'get'), 'responses', 'responses'), '304', '304');
     objectAt(objectAt(get304, 'headers', '304 headers'), 'ETag', 'the ETag of a 304');
     objectAt(objectAt(operation(doc, '/users', 'delete'), 'responses', 'responses'), '405', 'DELETE /users 405');
@@ -136,6 +137,19 @@ describe('OpenAPI document', () => {
       const answer = await call(suite.current.app, 'GET', path);
       assert.equal(answer.status, 400, path);
     }
+  });
+
+  it('GET / declares its two forms, and the JSON it sends has the keys of the Home schema', async () => {
+    const ok = objectAt(objectAt(operation(doc, '/', 'get'), 'responses', 'responses'), '200', 'GET / 200');
+    const content = objectAt(ok, 'content', 'GET / 200 content');
+    objectAt(content, 'text/html', 'the page');
+    const schemas = objectAt(objectAt(doc, 'components', 'components'), 'schemas', 'components.schemas');
+    const home = objectAt(schemas, 'Home', 'components.schemas.Home');
+    assert.deepEqual(objectAt(content, 'application/json', 'the JSON').schema, { $ref: '#/components/schemas/Home' });
+    const sent = JSON.parse((await call(suite.current.app, 'GET', '/')).text) as Json;
+    assert.deepEqual(Object.keys(sent), home.required);
+    const links = objectAt(objectAt(home, 'properties', 'Home properties'), 'links', 'Home links');
+    assert.deepEqual(Object.keys(objectAt(sent, 'links', 'the links sent')), links.required);
   });
 
   it('/docs answers 200 with HTML', async () => {
