@@ -24,8 +24,15 @@ export function run(
       maxBuffer: 64 * 1024 * 1024,
     });
   } catch (error) {
-    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-    throw new Error(`${command} ${args.join(' ')} failed:\n${stdout ?? ''}\n${stderr ?? ''}`, { cause: error });
+    const { stdout, stderr, signal, status } = error as NodeJS.ErrnoException & {
+      stdout?: string;
+      stderr?: string;
+      signal?: string;
+      status?: number;
+    };
+    const how =
+      signal === 'SIGTERM' ? `ran past ${options.timeoutMs ?? 600_000} ms` : `failed (${signal ?? `exit ${status}`})`;
+    throw new Error(`${command} ${args.join(' ')} ${how}:\n${stdout ?? ''}\n${stderr ?? ''}`, { cause: error });
   }
 }
 
