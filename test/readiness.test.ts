@@ -62,6 +62,7 @@ describe('readiness while the service stops', { timeout: 120_000 }, () => {
       assert.equal(await stream.opened, 200);
       const post = slowBodyPost(server.url, { name: 'Slow', age: '40', city: 'Oslo' });
       await post.started;
+      // A round trip after the slow request's headers were sent: the server has read them by now.
       assert.equal(await fresh(server.url, '/readyz'), '200 application/json');
 
       process.kill(server.pid, 'SIGTERM');
@@ -100,6 +101,8 @@ describe('readiness while the service stops', { timeout: 120_000 }, () => {
       try {
         const post = slowBodyPost(server.url, { name: 'Slow', age: '40', city: 'Oslo' });
         await post.started;
+        // A round trip after the slow request's headers were sent: the server has read them by now.
+        assert.equal(await fresh(server.url, '/readyz'), '200 application/json');
         const exited = server.stop(signal, 60_000);
         await logged(server, 'shutting down');
         assert.ok(!server.logs.some((line) => line.includes('draining')));
