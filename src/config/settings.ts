@@ -110,7 +110,7 @@ export const SETTINGS = {
     env: 'SHUTDOWN_DELAY_MS',
     kind: integer(0, 600_000, { unit: 'milliseconds' }),
     default: '0',
-    help: 'after SIGTERM, how long the service goes on serving, `/readyz` answering 503, before it stops taking connections, so that load balancers stop sending to it first; a second SIGTERM, or SIGINT, ends the wait. See [In production](#in-production)',
+    help: 'after SIGTERM, how long the service goes on serving, `/readyz` answering 503, before it stops taking connections, so that load balancers stop sending to it first; a second SIGTERM, or SIGINT, ends the wait. See [operations.md: In production](#in-production)',
   }),
   shutdownTimeoutMs: setting({
     env: 'SHUTDOWN_TIMEOUT_MS',
