@@ -2,9 +2,11 @@
 // `user-records`, the package's command. It runs a bundle of src/cli.ts (dist/cli/user-records.mjs),
 // built on first use and again whenever a file under src/ is newer than it: compiling src/ through
 // tsx at every start costs about half a second and 100 MB more memory. Where the bundle cannot be
-// written (a read-only folder), it runs src/cli.ts through tsx, as before.
+// written (a read-only folder), it runs src/cli.ts through tsx, as before. The package `npm pack`
+// makes carries no src/: its bundle was built at pack time (the prepack script) and is run as it is,
+// with nothing written into the installed package and no tsx.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -58,7 +60,7 @@ function build() {
 }
 
 function ready() {
-  if (fresh()) return true;
+  if (!existsSync(join(root, 'src')) || fresh()) return true;
   try {
     mkdirSync(folder, { recursive: true });
   } catch {

@@ -142,7 +142,7 @@ export interface paths {
         };
         /**
          * Readiness: the database answers
-         * @description A round trip to the database; 503 while it does not answer, or while the service sheds load.
+         * @description A round trip to the database; 503 while it does not answer, while the service sheds load, or once it is stopping (SIGTERM: for SHUTDOWN_DELAY_MS it goes on serving everything else).
          */
         get: operations["getReadiness"];
         put?: never;
@@ -155,7 +155,7 @@ export interface paths {
         options: operations["optionsReadyz"];
         /**
          * Readiness: the database answers
-         * @description A round trip to the database; 503 while it does not answer, or while the service sheds load.
+         * @description A round trip to the database; 503 while it does not answer, while the service sheds load, or once it is stopping (SIGTERM: for SHUTDOWN_DELAY_MS it goes on serving everything else).
          */
         head: operations["getReadinessHead"];
         patch?: never;

@@ -22,7 +22,7 @@ import { createValidatorCompiler } from './http/validation.ts';
 import { logOutput } from './logs/output.ts';
 import { registerAdmin } from './ops/admin.ts';
 import { registerDocs } from './ops/docs.ts';
-import { registerHealthRoutes } from './ops/health.ts';
+import { type Lifecycle, registerHealthRoutes } from './ops/health.ts';
 import { registerHome } from './ops/home.ts';
 import { registerMetrics } from './ops/metrics.ts';
 import { registerTokenScope } from './ops/token-scope.ts';
@@ -32,6 +32,8 @@ import { RULES } from './users/schemas.ts';
 
 export interface AppDeps {
   store: UserStore;
+  /** Set by the server once it is stopping (`/readyz` then answers 503); none: never. */
+  lifecycle?: Lifecycle;
   /**
    * Layers to leave out, for the bench's price list only (bench/layered-server.ts), which adds
    * them back one at a time to show what each costs. The service always runs with every layer;
@@ -145,7 +147,7 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   registerHome(app);
   registerTokenScope(app, authenticate);
   const store = withMetrics ? metrics.store : deps.store;
-  registerHealthRoutes(app, store);
+  registerHealthRoutes(app, store, deps.lifecycle ?? { draining: false });
   const streams = registerEventStream(app, store, new ChangeFeed(store), {
     maxSubscribers: config.maxSubscribers,
     maxSubscribersPerClient: config.maxSubscribersPerClient,

@@ -71,20 +71,25 @@ export function runPrimary(config: Readonly<Config>): void {
     });
   };
 
-  const stop = (reason: string, exitCode = 0) => {
-    if (stopping) return;
+  const running = () => Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
+  /** Each worker gets the signal the primary got: SIGTERM waits SHUTDOWN_DELAY_MS first, SIGINT does not. */
+  const stop = (signal: NodeJS.Signals) => {
+    // Again during the workers' SHUTDOWN_DELAY_MS: passed on, it ends their wait.
+    if (stopping) return void running().forEach((worker) => worker.process.kill(signal));
     stopping = true;
-    failed = exitCode !== 0;
-    log.info({ reason }, 'stopping the workers');
-    const running = Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
-    if (running.length === 0) process.exit(exitCode);
-    for (const worker of running) worker.process.kill('SIGTERM');
+    log.info({ reason: signal }, 'stopping the workers');
+    if (running().length === 0) process.exit(0);
+    for (const worker of running()) worker.process.kill(signal);
     // Each worker has its own shutdown timeout; this one only catches a worker that hangs anyway.
-    setTimeout(() => {
-      log.error('workers did not stop in time; killing them');
-      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
-      process.exit(1);
-    }, config.shutdownTimeoutMs + 2000).unref();
+    const delayMs = signal === 'SIGTERM' ? config.shutdownDelayMs : 0;
+    setTimeout(
+      () => {
+        log.error('workers did not stop in time; killing them');
+        for (const worker of running()) worker.process.kill('SIGKILL');
+        process.exit(1);
+      },
+      delayMs + config.shutdownTimeoutMs + 2000,
+    ).unref();
   };
 
   process.on('SIGTERM', () => stop('SIGTERM'));

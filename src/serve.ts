@@ -7,6 +7,7 @@ import { helpText } from './config/help.ts';
 import { type Config, ConfigError, loadConfig } from './config/load.ts';
 import { VERSION } from './config/version.ts';
 import { exposureWarning } from './ops/exposure.ts';
+import type { Lifecycle } from './ops/health.ts';
 import { startUrls } from './ops/start-urls.ts';
 import { type Database, openDatabase } from './store/database.ts';
 import { StoreOpenError, StoreUnavailableError } from './store/store.ts';
@@ -23,9 +24,10 @@ const LISTEN_BACKLOG = 4096;
 async function serve(config: Readonly<Config>, database: Database): Promise<void> {
   // With workers, the primary has checked the file already.
   const store = await database.openStore({ check: cluster.isPrimary });
+  const lifecycle: Lifecycle = { draining: false };
   let app: FastifyInstance;
   try {
-    app = await buildApp(config, { store });
+    app = await buildApp(config, { store, lifecycle });
     await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG });
     // With workers, the primary says it once all of them listen (cluster.ts).
     const address = app.server.address();
@@ -42,9 +44,30 @@ async function serve(config: Readonly<Config>, database: Database): Promise<void
   }
 
   let stopping = false;
+  /** Ends the wait of SHUTDOWN_DELAY_MS early; set while it lasts. */
+  let endDelay: (() => void) | undefined;
   const stop = async (signal: string) => {
+    if (endDelay !== undefined) return endDelay();
     if (stopping) return;
     stopping = true;
+    lifecycle.draining = true;
+    // The balancer in front (a Kubernetes Service, a proxy's health check) learns from /readyz that
+    // this instance is going, a few seconds later; meanwhile its requests are still served. SIGINT
+    // (Ctrl-C) stops at once.
+    if (signal === 'SIGTERM' && config.shutdownDelayMs > 0) {
+      app.log.info(
+        { signal, delayMs: config.shutdownDelayMs },
+        'draining: /readyz answers 503, requests are still served',
+      );
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, config.shutdownDelayMs);
+        endDelay = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      endDelay = undefined;
+    }
     app.log.info({ signal }, 'shutting down');
     const timer = setTimeout(() => {
       app.log.error('shutdown timed out; exiting');

@@ -106,11 +106,17 @@ export const SETTINGS = {
     default: '16',
     help: 'log output held while stdout is read too slowly; past it, lines are dropped and counted rather than held without bound (see [Logs, health and metrics](#logs-health-and-metrics))',
   }),
+  shutdownDelayMs: setting({
+    env: 'SHUTDOWN_DELAY_MS',
+    kind: integer(0, 600_000, { unit: 'milliseconds' }),
+    default: '0',
+    help: 'after SIGTERM, how long the service goes on serving, `/readyz` answering 503, before it stops taking connections, so that load balancers stop sending to it first; a second SIGTERM, or SIGINT, ends the wait. See [operations.md: In production](#in-production)',
+  }),
   shutdownTimeoutMs: setting({
     env: 'SHUTDOWN_TIMEOUT_MS',
     kind: integer(0, 600_000, { unit: 'milliseconds' }),
     default: '10000',
-    help: 'how long SIGTERM/SIGINT waits for requests in flight before forcing exit',
+    help: 'how long SIGTERM/SIGINT waits for requests in flight before forcing exit (after `SHUTDOWN_DELAY_MS`)',
   }),
   requestTimeoutMs: setting({
     env: 'REQUEST_TIMEOUT_MS',

@@ -10,8 +10,16 @@ const Status = Type.Object({ status: Type.Literal('ok') }, { title: 'Status' });
 /** No parameters: an unknown one is refused here as on every other route. */
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
-/** `/healthz`: the process answers. `/readyz`: and its database answers too. */
-export function registerHealthRoutes(app: FastifyInstance, store: UserStore): void {
+/** Whether the service is stopping: set on SIGTERM by src/serve.ts, read by `/readyz`. */
+export interface Lifecycle {
+  draining: boolean;
+}
+
+/**
+ * `/healthz`: the process answers. `/readyz`: and its database answers too, and it is not stopping
+ * (after SIGTERM it goes on serving for SHUTDOWN_DELAY_MS, so that balancers move away first).
+ */
+export function registerHealthRoutes(app: FastifyInstance, store: UserStore, lifecycle: Lifecycle): void {
   // Probes: no token, not rate limited (a load balancer probes from one address for everyone).
   // Liveness is answered even when overloaded; readiness is shed, so traffic moves elsewhere.
   const live = withPolicy({ public: true, rateLimited: false, shed: false });
@@ -39,13 +47,19 @@ export function registerHealthRoutes(app: FastifyInstance, store: UserStore): vo
       schema: {
         tags: ['operations'],
         summary: 'Readiness: the database answers',
-        description: 'A round trip to the database; 503 while it does not answer, or while the service sheds load.',
+        description:
+          'A round trip to the database; 503 while it does not answer, while the service sheds load, or once it is stopping (SIGTERM: for SHUTDOWN_DELAY_MS it goes on serving everything else).',
         operationId: 'getReadiness',
         querystring: NoQuery,
         response: { 200: jsonResponse(Status, 'Ready.'), ...problemResponses(400, 500, 503) },
       },
     },
     async (request) => {
+      if (lifecycle.draining) {
+        throw new HttpError('unavailable', 'The service is stopping; send new work to another instance.', {
+          headers: { 'retry-after': '1' },
+        });
+      }
       try {
         await store.ping();
       } catch (error) {

@@ -14,6 +14,7 @@ const DEFAULTS: Config = {
   database: { kind: 'sqlite', path: './data/users.db' },
   logLevel: 'info',
   logBufferMb: 16,
+  shutdownDelayMs: 0,
   shutdownTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   databaseTimeoutMs: 5000,

@@ -65,10 +65,12 @@ export function startServer(
   wrapper: string[] = [],
   /** Node's arguments: the TypeScript source by default, or the bundle `npm start` builds. */
   entry: readonly string[] = DEFAULT_ENTRY,
+  /** The folder it runs in: the repository, unless the test runs an installed copy elsewhere. */
+  cwd = ROOT,
 ): Promise<RunningServer> {
   const command = [...wrapper, process.execPath, ...entry];
   const child: ChildProcess = spawn(command[0] as string, command.slice(1), {
-    cwd: ROOT,
+    cwd,
     env: { ...process.env, ...PROCESS_DEFAULTS, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
