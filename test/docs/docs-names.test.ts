@@ -67,11 +67,6 @@ const EXCEPTIONS: ReadonlyArray<{ page: string; name: string; reason: string }> 
     name: 'POSTGRES_PASSWORD',
     reason: "the PostgreSQL image's setting, which deploy/compose.yaml reads (also set in its command)",
   },
-  {
-    page: 'docs/operations.md',
-    name: 'POSTGRES_PASSWORD= (set in a command)',
-    reason: 'the same, given to docker compose',
-  },
 ];
 
 /** Paths from the top folders, as a page writes them (a trailing dot or anchor is not part of one). */
