@@ -8,6 +8,7 @@ import { type PolicyConfig, withPolicy } from '../http/policy.ts';
 import { PROBLEM_CONTENT_TYPE } from '../http/problem.ts';
 import { ERROR_MEANINGS, ProblemSchema } from '../http/schemas.ts';
 import { DOCS_CSP } from '../http/security-headers.ts';
+import { DOCS_CSS, pageDocument, pageHead } from './docs-page.ts';
 import { EVENT_FIELDS, FIELDS, type FieldName, isRecordField, RECORD_FIELDS } from '../record/fields.ts';
 
 interface Operation {
@@ -380,9 +381,18 @@ export async function registerDocs(app: FastifyInstance, tokens: boolean): Promi
     docs.addHook('onRoute', (route) => {
       route.config = { ...route.config, ...withPolicy({ public: true, pageCsp: DOCS_CSP }).config };
     });
+    // Swagger UI's index.html has no option for a viewport or an SVG icon: added as it is sent.
+    docs.addHook('onSend', async (_request, reply, payload) =>
+      typeof payload === 'string' && String(reply.getHeader('content-type')).startsWith('text/html')
+        ? pageHead(payload)
+        : payload,
+    );
     await docs.register(swaggerUi, {
       routePrefix: '/docs',
-      uiConfig: { docExpansion: 'list', deepLinking: true, validatorUrl: null },
+      // Layout without Swagger's top bar (its logo, a box to load another document).
+      uiConfig: { docExpansion: 'list', deepLinking: true, validatorUrl: null, layout: 'BaseLayout' },
+      theme: { title: `user-records ${VERSION}: API`, css: [{ filename: 'docs.css', content: DOCS_CSS }] },
+      transformSpecification: (document) => pageDocument(document),
     });
   });
   const openapi = withPolicy({ public: true });
