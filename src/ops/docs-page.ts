@@ -29,6 +29,7 @@ export const PAGE_ORDER: readonly string[] = [
   'getMetrics',
   'getOpenApi',
   'getTokenScope',
+  'getHome',
   'getAdminPage',
   'getDocsPage',
 ];

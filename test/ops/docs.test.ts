@@ -183,6 +183,7 @@ describe('/docs at 390 px: the operations a user calls, in order, readable on a 
     'getMetrics',
     'getOpenApi',
     'getTokenScope',
+    'getHome',
     'getAdminPage',
     'getDocsPage',
   ];
