@@ -8,7 +8,10 @@ import { Progress } from './progress.ts';
 export async function backupCommand(database: Database, options: { file: string; quiet: boolean }): Promise<number> {
   // The output first: one that cannot be written is said before the database is opened.
   const output = openOutput(options.file);
+  const progress = new Progress('backup', { quiet: options.quiet });
+  progress.phase('opening the database');
   const bulk = await database.openBulk().catch((error: unknown) => {
+    progress.stop();
     output.discard();
     throw error;
   });
@@ -17,7 +20,6 @@ export async function backupCommand(database: Database, options: { file: string;
     hash.update(text);
     return put(output.stream, text);
   };
-  let progress: Progress | undefined;
   try {
     const snapshot = await bulk.snapshot();
     const header: Header = {
@@ -28,7 +30,9 @@ export async function backupCommand(database: Database, options: { file: string;
       takenAt: new Date().toISOString(),
     };
     await write(`${JSON.stringify(header)}\n`);
-    progress = new Progress('backup', { total: await snapshot.count(), quiet: options.quiet });
+    progress.phase('counting');
+    const total = await snapshot.count();
+    progress.phase('writing records', { total });
     let records = 0;
     for await (const page of snapshot.records()) {
       let text = '';
@@ -40,14 +44,17 @@ export async function backupCommand(database: Database, options: { file: string;
       progress.update(records);
     }
     let keys = 0;
+    progress.phase('writing idempotency keys', { count: true });
     for await (const page of snapshot.keys()) {
       let text = '';
       for (const k of page) text += `${JSON.stringify(['k', k.key, k.fingerprint, k.userId, k.createdAt])}\n`;
       keys += page.length;
       await write(text);
+      progress.update(keys);
     }
     await snapshot.end();
     await put(output.stream, `${JSON.stringify({ end: { records, keys, sha256: hash.digest('hex') } })}\n`);
+    progress.phase('syncing to disk');
     await output.finish();
     progress.finish();
     process.stdout.write(
@@ -55,7 +62,7 @@ export async function backupCommand(database: Database, options: { file: string;
     );
     return 0;
   } catch (error) {
-    progress?.stop();
+    progress.stop();
     output.discard();
     throw error;
   } finally {

@@ -86,17 +86,21 @@ export async function exportCommand(
   const fields = selectedFields(options.query.fields);
   // The output first: one that cannot be written is said before the database is opened.
   const output = openOutput(options.file);
+  const progress = new Progress('export', { quiet: options.quiet });
+  progress.phase('opening the database');
   const bulk = await database.openBulk().catch((error: unknown) => {
+    progress.stop();
     output.discard();
     throw error;
   });
   const out = output.stream;
   let rows = 0;
   let inert = 0;
-  let progress: Progress | undefined;
   try {
     const snapshot = await bulk.snapshot();
-    progress = new Progress('export', { total: await snapshot.count(), quiet: options.quiet });
+    progress.phase('counting');
+    const total = await snapshot.count();
+    progress.phase('writing records', { total });
     if (format === 'json') await put(out, HEAD);
     if (format === 'csv') await put(out, csvLine(fields));
     for await (const page of pages(snapshot, filter, order)) {
@@ -121,6 +125,7 @@ export async function exportCommand(
     }
     if (format === 'json') await put(out, TAIL);
     await snapshot.end();
+    progress.phase('syncing to disk');
     await output.finish();
     progress.finish();
     if (options.file !== undefined && options.file !== '-') {
@@ -133,7 +138,7 @@ export async function exportCommand(
     }
     return 0;
   } catch (error) {
-    progress?.stop();
+    progress.stop();
     output.discard();
     throw error;
   } finally {

@@ -101,8 +101,16 @@ export async function importCommand(database: Database, options: ImportOptions):
         : ndjsonRows(text);
   const name = stdin ? 'standard input' : options.file;
 
-  const bulk = await database.openBulk();
-  const progress = new Progress('import', { total: size, quiet: options.quiet });
+  const progress = new Progress('import', { quiet: options.quiet });
+  progress.phase('opening the database');
+  let bulk;
+  try {
+    bulk = await database.openBulk();
+  } catch (error) {
+    progress.stop();
+    rejectsOutput?.discard();
+    throw error;
+  }
   let importer;
   try {
     importer = await bulk.importer();
@@ -125,6 +133,8 @@ export async function importCommand(database: Database, options: ImportOptions):
   let listed = 0;
   let committed = false;
   try {
+    // Each row is checked, and each batch stored, as the file is read: one phase, counted in bytes read.
+    progress.phase('reading', { total: size, count: true });
     for await (const rows of batches) {
       for (const row of rows) {
         const checked = row.fields === undefined ? undefined : checkRecord(row.fields);
@@ -144,18 +154,19 @@ export async function importCommand(database: Database, options: ImportOptions):
             listed++;
             const faults =
               checked?.ok === false ? checked.errors : [{ parameter: 'row', detail: row.fault ?? 'is not a record' }];
-            for (const fault of faults) say(`${name} line ${row.line}: ${fault.parameter} ${fault.detail}`);
+            for (const fault of faults) progress.note(`${name} line ${row.line}: ${fault.parameter} ${fault.detail}`);
           }
         }
       }
       progress.update(good + bad, seen.bytes);
     }
     progress.update(good + bad, seen.bytes);
-    progress.finish();
+    progress.phase('storing');
     if (bad > listed)
-      say(`... and ${bad - listed} more bad rows (only the first ${listed} are listed; see --max-errors)`);
+      progress.note(`... and ${bad - listed} more bad rows (only the first ${listed} are listed; see --max-errors)`);
     await sending;
     if (bad > 0 && !options.skipInvalid) {
+      progress.stop();
       await importer.abort();
       rejectsOutput?.discard();
       say(`${name}: ${bad} of ${good + bad} rows are bad; nothing was stored (fix them, or pass --skip-invalid)`);
@@ -171,7 +182,8 @@ export async function importCommand(database: Database, options: ImportOptions):
     holdSignals();
     let ids: { firstId?: number; lastId?: number };
     try {
-      ids = await importer.commit();
+      ids = await importer.commit((step) => progress.phase(step));
+      progress.finish();
     } catch (error) {
       if (bad > 0) rejectsOutput?.withdraw();
       releaseSignals(false);

@@ -95,7 +95,7 @@ class BackupReader {
   }
 
   /** The records and keys after the header, in batches; returns once the end line has matched them all. */
-  async *batches(): AsyncGenerator<{ records: StoredRecord[]; keys: StoredKey[] }> {
+  async *batches(checking: () => void): AsyncGenerator<{ records: StoredRecord[]; keys: StoredKey[] }> {
     const header = this.#header as Header;
     let records: StoredRecord[] = [];
     let keys: StoredKey[] = [];
@@ -135,6 +135,7 @@ class BackupReader {
       }
     }
     if (pending === undefined) throw new CommandFailed(`${this.#name} is cut short: it ends after its header`);
+    checking();
     const value = this.#json(pending);
     let end;
     try {
@@ -184,20 +185,36 @@ async function restore(
   options: { replace: boolean; quiet: boolean },
 ): Promise<number> {
   const header = await reader.header();
-  const bulk = await database.openBulk();
+  const progress = new Progress('restore', { quiet: options.quiet });
+  progress.phase('opening the database');
+  let bulk;
   try {
-    const restorer = await bulk.restorer({ replace: options.replace });
-    const progress = new Progress('restore', { quiet: options.quiet });
+    bulk = await database.openBulk();
+  } catch (error) {
+    progress.stop();
+    throw error;
+  }
+  try {
+    if (options.replace) progress.phase('clearing the database');
+    let restorer;
+    try {
+      restorer = await bulk.restorer({ replace: options.replace });
+    } catch (error) {
+      progress.stop();
+      throw error;
+    }
     let count = 0;
     try {
-      for await (const { records, keys } of reader.batches()) {
+      // Each line is checked as it is read, and each batch stored.
+      progress.phase('reading', { count: true });
+      for await (const { records, keys } of reader.batches(() => progress.phase('checking the checksum'))) {
         await restorer.addRecords(records);
         await restorer.addKeys(keys);
         count += records.length;
         progress.update(count);
       }
       holdSignals();
-      await restorer.commit({ version: header.changeVersion, lastId: header.lastId });
+      await restorer.commit({ version: header.changeVersion, lastId: header.lastId }, (step) => progress.phase(step));
       progress.finish();
     } catch (error) {
       progress.stop();

@@ -38,12 +38,19 @@ export interface StoredKey {
   createdAt: number;
 }
 
+/**
+ * The steps of an import's or a restore's commit, named as each starts so that the command can
+ * show it: on SQLite each is one long synchronous call (a million records: seconds).
+ */
+export type CommitStep =
+  'storing' | 'logging changes' | 'building indexes' | 'filling the search index' | 'syncing to disk';
+
 /** New records in one transaction: nothing of them is visible, or kept, until `commit`. */
 export interface Importer {
   /** Stores these records next, ids given in this order. */
   add(rows: readonly UserInput[]): Promise<void>;
   /** Commits (durably) and raises the change version by one per record; answers the first and last id. */
-  commit(): Promise<{ firstId: number | undefined; lastId: number | undefined }>;
+  commit(onStep?: (step: CommitStep) => void): Promise<{ firstId: number | undefined; lastId: number | undefined }>;
   abort(): Promise<void>;
 }
 
@@ -65,7 +72,7 @@ export interface Snapshot {
 export interface Restorer {
   addRecords(rows: readonly StoredRecord[]): Promise<void>;
   addKeys(rows: readonly StoredKey[]): Promise<void>;
-  commit(state: { version: number; lastId: number }): Promise<void>;
+  commit(state: { version: number; lastId: number }, onStep?: (step: CommitStep) => void): Promise<void>;
   abort(): Promise<void>;
 }
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -614,83 +614,6 @@ describe('restore refuses a damaged backup, and stores nothing of it', () => {
     } finally {
       files.cleanup();
     }
-  });
-});
-
-/** The escape character that starts a terminal's control sequences. */
-const ESC = '\u001b';
-/** `script` (util-linux) runs a command on a pseudo-terminal of its own; without it the terminal case is skipped. */
-const SCRIPT = ['/usr/bin/script', '/bin/script'].find((path) => existsSync(path));
-
-// Progress does not depend on the store: SQLite files only.
-describe('progress of a long command', () => {
-  const folder = tempDir('user-records-progress-');
-  after(folder.cleanup);
-  // The bar is redrawn five times a second: enough rows that an import takes well over that.
-  const rows = 200_000;
-  const csv = join(folder.dir, 'many.csv');
-  // A plain run writes its last line however short it is.
-  const fewRows = 3_000;
-  const fewCsv = join(folder.dir, 'few.csv');
-  let databases = 0;
-  const people = (count: number) =>
-    `name,age,city\n${Array.from({ length: count }, (_, i) => `Person ${i},${i % 151},Town`).join('\n')}\n`;
-  before(() => {
-    writeFileSync(csv, people(rows));
-    writeFileSync(fewCsv, people(fewRows));
-  });
-
-  it(
-    'on a terminal: a bar with rows, rows/s and the time left, ending at 100%',
-    { skip: SCRIPT === undefined && 'no script (util-linux) for a pseudo-terminal' },
-    async () => {
-      const db = join(folder.dir, `tty-${++databases}.db`);
-      const command = [process.execPath, BIN, 'import', csv].map((word) => `'${word}'`).join(' ');
-      // Standard output and standard error of the command are both the terminal script made; script copies it to its own output.
-      const result = spawnSync(SCRIPT as string, ['-qec', command, '/dev/null'], {
-        env: { ...process.env, DATABASE_URL: db },
-        input: '',
-        encoding: 'utf8',
-        timeout: 120_000,
-      });
-      assert.equal(result.status, 0, result.stdout + result.stderr);
-      // cli-progress redraws each frame from the first column (ESC [1G) and clears the rest of the line.
-      const frames = result.stdout
-        .split(new RegExp(`${ESC}\\[1G|\r|\n`))
-        .map((frame) => frame.replace(new RegExp(`${ESC}(\\[[0-9;?]*[A-Za-z]|[78])`, 'g'), ''))
-        .filter((frame) => frame.includes('import ['));
-      assert.ok(frames.length >= 2, `frames of the bar: ${JSON.stringify(result.stdout.slice(0, 500))}`);
-      const bar = /import \[[\u2588\u2591]{40}\] (\d+)% \| (\d+) rows \| (\d+) rows\/s \| (\S+) left/;
-      for (const frame of frames) assert.match(frame, bar);
-      const last = bar.exec(frames.at(-1) as string) as RegExpExecArray;
-      assert.deepEqual([last[1], last[2]], ['100', String(rows)]);
-      assert.ok(
-        frames.some((frame) => Number(bar.exec(frame)?.[3]) > 0),
-        'a rate above 0 rows/s',
-      );
-      assert.ok(
-        frames.some((frame) => /[1-9]/.test(bar.exec(frame)?.[4] ?? '')),
-        'a time left above 0',
-      );
-      assert.ok(result.stdout.includes(`imported ${rows} records (ids 1 to ${rows})`), result.stdout.slice(-300));
-    },
-  );
-
-  it('not on a terminal: a plain line a second and a last one on standard error; --quiet: none', async () => {
-    const plain = await runCli(['import', fewCsv], {
-      env: { DATABASE_URL: join(folder.dir, `plain-${++databases}.db`) },
-    });
-    assert.equal(plain.code, 0, plain.stderr);
-    assert.equal(plain.stdout, `imported ${fewRows} records (ids 1 to ${fewRows})\n`);
-    assert.ok(!plain.stderr.includes('\r') && !plain.stderr.includes(ESC), 'no terminal codes');
-    assert.ok(plain.stderr.endsWith('\n'), 'whole lines');
-    const lines = plain.stderr.split('\n').filter((text) => text !== '');
-    for (const line of lines) assert.match(line, /^import: \d+ rows, \d+ rows\/s, \d+%$/);
-    assert.match(lines.at(-1) ?? '', new RegExp(`^import: ${fewRows} rows, [1-9]\\d* rows/s, 100%$`));
-    const quiet = await runCli(['import', fewCsv, '--quiet'], {
-      env: { DATABASE_URL: join(folder.dir, `quiet-${++databases}.db`) },
-    });
-    assert.deepEqual([quiet.code, quiet.stderr], [0, '']);
   });
 });
 

@@ -202,10 +202,11 @@ class PostgresBulk implements BulkStore {
         count += rows.length;
         await guarded(() => (copy as CopyIn).write(lines));
       },
-      commit: async () => {
+      commit: async (onStep = ignore) => {
         let firstId: number | undefined;
         let lastId: number | undefined;
         if (copy !== undefined) {
+          onStep('storing');
           const stored = await guarded(() => (copy as CopyIn).end());
           copy = undefined;
           if (stored !== count) throw new Error(`COPY stored ${stored} records of ${count}`);
@@ -216,6 +217,7 @@ class PostgresBulk implements BulkStore {
           );
           lastId = Number(rows[0]?.last);
           firstId = lastId - count + 1;
+          onStep('logging changes');
           // Each record's creation goes to the change log, in id order.
           await guarded(() =>
             client.query(
@@ -227,7 +229,9 @@ class PostgresBulk implements BulkStore {
             ),
           );
         }
+        onStep('building indexes');
         await guarded(makeIndexes);
+        onStep('syncing to disk');
         await this.#commit(client, `UPDATE store_version SET version = version + ${count}; ${NOTIFY}; COMMIT`);
         return { firstId, lastId };
       },
@@ -339,7 +343,7 @@ class PostgresBulk implements BulkStore {
           ],
         );
       },
-      commit: async ({ version, lastId }) => {
+      commit: async ({ version, lastId }, onStep = ignore) => {
         // A new history: the log starts at the restored version, streams that follow the old one
         // are ended (their ids answer 410), and webhooks go on from the restored version.
         // Ids of the old history up to its last version answer 410 from now on, that last one too
@@ -359,6 +363,7 @@ class PostgresBulk implements BulkStore {
            WHERE m > 0`,
           [lastId],
         );
+        onStep('syncing to disk');
         await this.#commit(client, `${NOTIFY}; COMMIT`);
       },
       abort: () => this.#rollback(client),

@@ -24,6 +24,7 @@ import { asUnavailable } from './errors.ts';
 import { ReadStatements } from './statements.ts';
 
 const FOLDED = FOLDED_COLUMNS.join(', ');
+const ignoreStep = () => undefined;
 
 /** A row of USER_COLUMNS (times in ms) as a backup keeps it. */
 function toStoredRecord(row: Record<string, number | string>): StoredRecord {
@@ -138,9 +139,12 @@ class SqliteBulk implements BulkStore {
           count++;
         }
       },
-      commit: async () => {
+      commit: async (onStep = ignoreStep) => {
+        onStep('building indexes');
         makeIndexes();
+        onStep('filling the search index');
         fillSearch(firstId ?? Number.MAX_SAFE_INTEGER);
+        onStep('logging changes');
         // Each record's creation goes to the change log, in id order (all ids from firstId on are
         // this transaction's: it has held the write lock from its start).
         db.prepare(
@@ -149,6 +153,7 @@ class SqliteBulk implements BulkStore {
            FROM users WHERE id >= ?`,
         ).run(Date.now(), firstId ?? Number.MAX_SAFE_INTEGER);
         db.prepare('UPDATE store_version SET version = version + ?').run(count);
+        onStep('syncing to disk');
         db.exec('COMMIT');
         return { firstId, lastId };
       },
@@ -228,8 +233,10 @@ class SqliteBulk implements BulkStore {
       addKeys: async (rows) => {
         for (const k of rows) insertKey.run(k.key, k.fingerprint, k.userId, k.createdAt);
       },
-      commit: async ({ version, lastId }) => {
+      commit: async ({ version, lastId }, onStep = ignoreStep) => {
+        onStep('building indexes');
         makeIndexes();
+        onStep('filling the search index');
         fillSearch(0);
         // A new history: the log starts at the restored version, streams that follow the old one
         // are ended (their ids answer 410), and webhooks go on from the restored version.
@@ -245,6 +252,7 @@ class SqliteBulk implements BulkStore {
         if (seq.changes === 0 && lastId > 0) {
           db.prepare(`INSERT INTO sqlite_sequence (name, seq) VALUES ('users', ?)`).run(lastId);
         }
+        onStep('syncing to disk');
         db.exec('COMMIT');
       },
       abort: async () => this.#rollback(),
