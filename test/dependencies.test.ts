@@ -3,11 +3,13 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { describe, it } from 'node:test';
 
-// What `npm ci` installs, read from package-lock.json, which records each package's `engines`: npm
-// warns (EBADENGINE) for a package whose engines leave out the running Node.
+// What `npm ci` installs, read from package-lock.json, which records each package's `engines` and
+// whether it has an install script. npm warns (EBADENGINE) for a package whose engines leave out the
+// running Node. npm 11 still runs every install script, and lists those package.json allowScripts
+// does not name; npm 12 runs only the named ones.
 
-type Locked = { version?: string; dev?: boolean; engines?: { node?: string } };
-type Manifest = { engines: { node: string } };
+type Locked = { version?: string; dev?: boolean; engines?: { node?: string }; hasInstallScript?: boolean };
+type Manifest = { engines: { node: string }; allowScripts?: Record<string, boolean> };
 
 const ROOT = new URL('..', import.meta.url);
 const manifest = JSON.parse(readFileSync(new URL('package.json', ROOT), 'utf8')) as Manifest;
@@ -47,5 +49,13 @@ describe('what npm ci installs (package-lock.json)', () => {
       .filter((entry) => !semver.satisfies(process.version, entry.engines?.node ?? '*'))
       .map((entry) => `${entry.name}@${entry.version} wants node ${entry.engines?.node}`);
     assert.deepEqual(refusing, []);
+  });
+
+  it('only the packages package.json allowScripts names have install scripts (no telemetry postinstall)', () => {
+    const allowed = Object.entries(manifest.allowScripts ?? {})
+      .filter(([, allow]) => allow)
+      .map(([key]) => key.replace(/(?<=.)@.*$/, ''));
+    const scripted = [...new Set(installed.filter((entry) => entry.hasInstallScript === true).map((e) => e.name))];
+    assert.deepEqual(scripted.sort(), allowed.sort());
   });
 });
