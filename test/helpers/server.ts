@@ -56,11 +56,12 @@ export function tempDir(prefix = 'user-records-'): { dir: string; cleanup: () =>
 
 /**
  * Starts the real service (`src/server.ts`) as its own process on 127.0.0.1 and an ephemeral port,
- * and resolves once it listens. The PID is the server itself, so tests can signal exactly it.
+ * and resolves once it listens (a start takes about a second of CPU; 60 s allows for a machine far
+ * busier than its cores). The PID is the server itself, so tests can signal exactly it.
  */
 export function startServer(
   env: Record<string, string> = {},
-  timeoutMs = 20_000,
+  timeoutMs = 60_000,
   /** A command to run the server under (e.g. strace and its flags); the PID is then the wrapper's. */
   wrapper: string[] = [],
   /** Node's arguments: the TypeScript source by default, or the bundle `npm start` builds. */
@@ -145,7 +146,7 @@ export function serverForSuite(
     database = await backend?.fresh();
     server = await startServer(
       { DATABASE_URL: database?.url ?? join(data.dir, 'users.db'), ...env },
-      20_000,
+      60_000,
       [],
       entry,
     );
