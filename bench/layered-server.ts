@@ -36,6 +36,7 @@ function memoryStore(): UserStore {
     // A create answered from memory: the route's work on a write without a database (bench/.. profiles).
     create: async (input) => ({ ...user, ...input }),
     createOnce: unused,
+    createMany: unused,
     update: unused,
     remove: unused,
     changes: unused,
