@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { HttpError } from './problem.ts';
 import { MAX_BATCH } from './limits.ts';
@@ -17,8 +17,9 @@ const UNSUPPORTED =
 export function registerBodyParsers(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
 
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body: Buffer, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
     if (isBlank(body)) return done(null, undefined);
+    sizes.set(request, body.length);
     let text: string;
     try {
       text = utf8.decode(body);
@@ -74,8 +75,9 @@ export function registerBodyParsers(app: FastifyInstance): void {
   app.addContentTypeParser(
     'application/x-www-form-urlencoded',
     { parseAs: 'buffer' },
-    (_request, body: Buffer, done) => {
+    (request, body: Buffer, done) => {
       if (isBlank(body)) return done(null, undefined);
+      sizes.set(request, body.length);
       done(null, parseParams(body.toString('latin1')));
     },
   );
@@ -84,6 +86,14 @@ export function registerBodyParsers(app: FastifyInstance): void {
     if (isBlank(body)) return done(null, undefined);
     done(new HttpError('unsupported-media-type', UNSUPPORTED));
   });
+}
+
+/** The size in bytes of each JSON or form body read, for a route whose limit depends on its content. */
+const sizes = new WeakMap<FastifyRequest, number>();
+
+/** The size of the JSON or form body this request carried (0 without one). */
+export function bodySize(request: FastifyRequest): number {
+  return sizes.get(request) ?? 0;
 }
 
 /** The media type of a body of one JSON record per line. */

@@ -1,4 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { bodySize } from '../http/body-parsers.ts';
+import { BODY_LIMIT, kib } from '../http/limits.ts';
 import { HttpError } from '../http/problem.ts';
 import { addParamErrors, MAX_PARAMETERS, paramErrors, tooManyParameters } from '../http/query-string.ts';
 import { fieldList, isRecordField, RECORD_FIELDS } from '../record/fields.ts';
@@ -56,7 +58,14 @@ export function normalizeCreateInput(
   reply: FastifyReply,
   done: (error?: Error) => void,
 ): void {
-  if (!Array.isArray(request.body)) return normalizeInput(request, reply, done);
+  if (!Array.isArray(request.body)) {
+    // The route reads bodies up to BATCH_BODY_LIMIT for batches; one record keeps every route's limit.
+    if (bodySize(request) > BODY_LIMIT) {
+      const detail = `The body of one record is larger than the service accepts (${kib(BODY_LIMIT)}).`;
+      return done(new HttpError('payload-too-large', detail));
+    }
+    return normalizeInput(request, reply, done);
+  }
   const query = request.query as Record<string, unknown>;
   addParamErrors(
     query,
