@@ -51,8 +51,8 @@ const FULL: Stage[] = [
       { system: 'ceiling-b', workloads: ['list'] },
       { system: 'naive', workloads: EVERYTHING },
       { system: 'json-server', workloads: EVERYTHING },
-      { system: 'sqlite', workloads: ['list', 'page', 'read', ...QUERIES, 'mix', 'create', 'healthz'] },
-      { system: 'postgres', workloads: ['list', 'page', 'read', ...QUERIES, 'mix', 'create'] },
+      { system: 'sqlite', workloads: ['list', 'page', 'read', ...QUERIES, 'mix', 'create', 'create-64', 'healthz'] },
+      { system: 'postgres', workloads: ['list', 'page', 'read', ...QUERIES, 'mix', 'create', 'create-64'] },
       { system: 'sqlite-tokens', workloads: ['read', 'mix', 'create'] },
       ...PRICE_LIST,
     ],
@@ -92,8 +92,8 @@ const QUICK: Stage[] = [
     steps: [
       { system: 'ceiling-a', workloads: ['read', 'mix', 'create', 'healthz'] },
       { system: 'naive', workloads: ['create'] },
-      { system: 'sqlite', workloads: ['page', 'read', ...QUERIES, 'mix', 'create', 'healthz'] },
-      { system: 'postgres', workloads: ['page', 'read', ...QUERIES, 'mix', 'create'] },
+      { system: 'sqlite', workloads: ['page', 'read', ...QUERIES, 'mix', 'create', 'create-64', 'healthz'] },
+      { system: 'postgres', workloads: ['page', 'read', ...QUERIES, 'mix', 'create', 'create-64'] },
       { system: 'sqlite-tokens', workloads: ['read', 'create'] },
       ...PRICE_LIST,
     ],
@@ -132,15 +132,17 @@ function peerSteps(peers: PeerId[], quick: boolean): Map<number, StageStep[]> {
 }
 
 /**
- * The stages of a run: the quick or the full plan, the peers' steps added, and, when `only` or
- * `workloads` is given, only those systems and workloads (a narrowed run, never the figures' record;
- * a 1M stage keeps its start-up, memory and full listing whatever the workloads).
+ * The stages of a run: the quick or the full plan, the peers' steps added, and, when `only`,
+ * `workloads` or `records` is given, only those systems, workloads and record counts (a narrowed
+ * run, never the figures' record; a 1M stage keeps its start-up, memory and full listing whatever
+ * the workloads). Ceiling A runs at 1k whatever the record count, as the ratios need it.
  */
 export function plan(
   quick: boolean,
   peers: PeerId[] = [],
   only?: readonly SystemId[],
   workloads?: readonly WorkloadName[],
+  records?: number,
 ): { stages: Stage[]; timing: Timing } {
   const extra = peerSteps(peers, quick);
   const stages = (quick ? QUICK : FULL)
@@ -154,6 +156,12 @@ export function plan(
           workloads: step.workloads.filter((name) => workloads === undefined || workloads.includes(name)),
         }))
         .filter((step) => step.workloads.length > 0 || step.fullListing === true),
+    }))
+    .map((stage) => ({
+      ...stage,
+      steps: stage.steps.filter(
+        (step) => records === undefined || stage.records === records || step.system === 'ceiling-a',
+      ),
     }))
     .filter((stage) => stage.steps.length > 0);
   return { stages, timing: timing(quick) };

@@ -1,5 +1,8 @@
+import type { CliStart } from './cli-start.ts';
+import type { FsyncLatency } from './fsync-latency.ts';
 import type { FullListing } from './full-listing.ts';
 import type { LoadResult } from './load.ts';
+import type { Dataset } from './seed-data.ts';
 import type { SystemId } from './systems.ts';
 import type { WorkloadName } from './workloads.ts';
 
@@ -31,7 +34,7 @@ export interface TargetResult {
   id: string;
   system: SystemId;
   /** Where the target applies: a workload, or what is measured outside the load runs, at a record count. */
-  measure: WorkloadName | 'at rest' | 'full listing';
+  measure: WorkloadName | 'at rest' | 'full listing' | 'command line';
   records: number;
   description: string;
   /** The measured ratio or value, formatted. */
@@ -51,6 +54,10 @@ export interface BenchResults {
     only?: string[];
     /** The workloads of a narrowed run (`--workloads`). */
     workloads?: string[];
+    /** The seeded records: realistic (faker, many locales) or synthetic (`user<N>`, the worst case for search). */
+    dataset?: Dataset;
+    /** The load generator, e.g. `wrk 4.1.0, 1 thread`. */
+    generator?: string;
     node: string;
     cpus: number;
     pinning: string;
@@ -65,6 +72,10 @@ export interface BenchResults {
   };
   runs: RunRecord[];
   stages: StageRecord[];
+  /** This disk's write + fdatasync latency, measured in the run (the bound of durable creates). */
+  fsync?: FsyncLatency;
+  /** The command line's start, beside Node's own. */
+  cli?: CliStart;
   skipped: string[];
   targets: TargetResult[];
 }
