@@ -125,13 +125,14 @@ export function Conflict(props: {
 /** What a bearer token may be made of (RFC 6750): anything else cannot be sent in a header. */
 const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
-/** Asks for a token; it is kept for this browser tab's session only. */
-export function SignIn(props: { reason: string; onToken: (token: string) => void }) {
+/** Asks for a token, in plain words; it is kept for this browser tab's session only. */
+export function SignIn(props: { reason: string; onToken: (token: string) => void; onCancel: () => void }) {
   const [token, setToken] = useState('');
   const [fault, setFault] = useState<string | undefined>();
   const inputId = useId();
+  const hintId = useId();
   return (
-    <Modal title="Sign in" onCancel={() => undefined}>
+    <Modal title="Sign in" onCancel={props.onCancel}>
       <form
         class="sign-in"
         onSubmit={(event) => {
@@ -142,21 +143,49 @@ export function SignIn(props: { reason: string; onToken: (token: string) => void
         }}
       >
         <p role="alert">{fault ?? props.reason}</p>
-        <label for={inputId}>Token</label>
+        <p>
+          This service shows its records only to people who have an <strong>access token</strong>: a long code, like a
+          password, that the person who runs the service sets up for each user (in its <code>API_TOKENS</code> setting).
+          Ask them for one, then paste it here.
+        </p>
+        <label for={inputId}>Access token</label>
         <input
           id={inputId}
           type="password"
           autocomplete="off"
+          aria-describedby={hintId}
           value={token}
           onInput={(event) => setToken(event.currentTarget.value)}
         />
-        <p class="hint">
-          A read token shows the records; a write token may also change them. It is kept until this tab closes.
+        <p class="hint" id={hintId}>
+          A read-only token lets you look at the records but not add, change or delete them; a full token lets you do
+          both. The page forgets the token when this tab is closed.
         </p>
         <div class="actions">
           <button type="submit">Sign in</button>
+          <button type="button" onClick={props.onCancel}>
+            Cancel
+          </button>
         </div>
       </form>
     </Modal>
+  );
+}
+
+/** The page without a token: what it cannot show, what is still open, and the way back to sign in. */
+export function SignedOut(props: { onSignIn: () => void }) {
+  return (
+    <section aria-labelledby={FOCUS_FALLBACK_ID} class="signed-out">
+      <h2 id={FOCUS_FALLBACK_ID} tabIndex={-1}>
+        Not signed in
+      </h2>
+      <p>
+        Without an access token this page can show no records and change none: the service asks for a token even to
+        look. You can still read the service&apos;s documentation at <a href="/docs">/docs</a>.
+      </p>
+      <button type="button" onClick={props.onSignIn}>
+        Sign in
+      </button>
+    </section>
   );
 }

@@ -114,7 +114,10 @@ for (const backend of BACKENDS) {
         const query = new URLSearchParams(view.query).toString();
         for (let n = 1; n < view.page; n++) {
           await page.getByRole('button', { name: 'Next page' }).click();
-          await page.locator('nav.pages span').getByText(`Page ${n + 1}`).waitFor({ timeout: WAIT_MS });
+          await page
+            .locator('nav.pages span')
+            .getByText(`Page ${n + 1}`)
+            .waitFor({ timeout: WAIT_MS });
         }
         await countBecomes(page, await counted(app, query), 'on opening');
 
@@ -133,7 +136,9 @@ for (const backend of BACKENDS) {
         await page.getByRole('button', { name: 'Add record' }).click();
         await countBecomes(page, await counted(app, query), 'after an add through the page');
         const shown = Number(await page.locator('tr[data-id]').first().getAttribute('data-id'));
-        await row(page, shown).getByRole('button', { name: /^Delete record/ }).click();
+        await row(page, shown)
+          .getByRole('button', { name: /^Delete record/ })
+          .click();
         await page
           .getByRole('alertdialog', { name: 'Delete this record?' })
           .getByRole('button', { name: 'Delete', exact: true })
