@@ -184,7 +184,7 @@ export function SignedOut(props: { onSignIn: () => void }) {
         look. You can still read the service&apos;s documentation at <a href="/docs">/docs</a>.
       </p>
       <button type="button" onClick={props.onSignIn}>
-        Sign in
+        Enter an access token
       </button>
     </section>
   );

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Page } from 'playwright-core';
 import { type InProcessApp, startApp } from '../helpers/app.ts';
 import { BACKENDS } from '../helpers/backends.ts';
-import { launchBrowser, needsChromium, type PageWatch, watchedPage } from '../helpers/browser.ts';
+import { axeViolations, launchBrowser, needsChromium, type PageWatch, watchedPage } from '../helpers/browser.ts';
 import { CHROMIUM } from '../helpers/chromium.ts';
 
 /**
@@ -149,6 +149,84 @@ for (const backend of BACKENDS) {
       });
     }
 
+    it('confirms each add, save and delete where it can be seen, with the name; Undo adds a deleted record back once', async (t) => {
+      if (!needsChromium(t)) return;
+      const { page, app } = await open('?name=Dorothy%20Vaughan');
+      const confirmation = page.locator('.confirmation');
+      /** The confirmation says `text`, in sight (not a hidden live region), inside the window. */
+      const confirms = async (text: RegExp) => {
+        await confirmation.getByText(text).waitFor({ timeout: WAIT_MS });
+        assert.ok(await confirmation.isVisible(), `"${text.source}" is not visible`);
+        const box = await confirmation.boundingBox();
+        const size = page.viewportSize();
+        assert.ok(box !== null && size !== null);
+        assert.ok(box.y >= 0 && box.y + box.height <= size.height, `"${text.source}" is outside the window`);
+        assert.equal(await confirmation.getAttribute('role'), 'status', 'heard as well as seen');
+      };
+
+      await fillRecord(page, 'Dorothy Vaughan', '98', 'Kansas City');
+      await page.getByRole('button', { name: 'Add record' }).click();
+      await confirms(/^Added record #\d+, Dorothy Vaughan\.$/);
+      const id = Number(/#(\d+)/.exec((await confirmation.locator('p').textContent()) ?? '')?.[1]);
+
+      await page.getByRole('button', { name: `Edit record ${id}, Dorothy Vaughan` }).click();
+      await page.getByLabel('City', { exact: true }).fill('Hampton');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await confirms(new RegExp(`^Saved record #${id}, Dorothy Vaughan\\.$`));
+
+      await page.getByRole('button', { name: `Delete record ${id}, Dorothy Vaughan` }).click();
+      await page
+        .getByRole('alertdialog', { name: 'Delete this record?' })
+        .getByRole('button', { name: 'Delete', exact: true })
+        .click();
+      await confirms(new RegExp(`^Deleted record #${id}, Dorothy Vaughan\\.$`));
+      assert.equal((await app.inject({ url: `/users/${id}` })).statusCode, 404);
+      // The button that had focus went with the record: focus is on Undo, so Enter undoes.
+      const undo = page.getByRole('button', { name: 'Undo: add Dorothy Vaughan again' });
+      await page.waitForFunction("document.activeElement?.textContent === 'Undo'", undefined, { timeout: WAIT_MS });
+      await undo.click();
+      await confirms(/^Restored Dorothy Vaughan as record #\d+ \(a new id: ids are never reused\)\.$/);
+      const again = Number(/#(\d+)/.exec((await confirmation.locator('p').textContent()) ?? '')?.[1]);
+      assert.notEqual(again, id);
+      const stored = JSON.parse((await app.inject({ url: `/users/${again}?fields=name,age,city` })).body) as {
+        data: unknown[];
+      };
+      assert.deepEqual(stored.data, [{ name: 'Dorothy Vaughan', age: '98', city: 'Hampton' }], 'as it was deleted');
+      await row(page, again).waitFor({ timeout: WAIT_MS });
+      await page.getByRole('button', { name: 'Dismiss this message' }).click();
+      assert.equal(await confirmation.textContent(), '', 'Dismiss takes it away');
+      await page.close();
+    });
+
+    // A filter the service refuses (its 400 names the parameter): the error at that field.
+    const REFUSED = [
+      { name: 'an age that is not a number, typed', type: ['Age is', 'old'], field: 'age' },
+      { name: 'a sort the service does not know, from the address', query: '?sort=shoe-size', field: 'sort' },
+    ];
+    for (const refused of REFUSED) {
+      it(`shows a refused filter at its field: ${refused.name}`, async (t) => {
+        if (!needsChromium(t)) return;
+        const { page } = await open(refused.query ?? '');
+        if (refused.type !== undefined) {
+          await page.getByLabel(refused.type[0] ?? '').fill(refused.type[1] ?? '');
+          await page.getByRole('button', { name: 'Apply' }).click();
+        }
+        const error = page.locator(`#filter-${refused.field}-error`);
+        await error.waitFor({ timeout: WAIT_MS });
+        assert.ok(((await error.textContent()) ?? '').length > 0);
+        const field = page.locator(`#filter-${refused.field}`);
+        assert.equal(await field.getAttribute('aria-invalid'), 'true');
+        assert.equal(await field.getAttribute('aria-describedby'), `filter-${refused.field}-error`);
+        assert.equal(await page.locator('.notice').count(), 0, 'no banner at the top besides');
+        assert.deepEqual(await axeViolations(page), [], 'the form showing the error');
+        // Cleared, the view reads again and the error goes.
+        await page.getByRole('button', { name: 'Clear' }).click();
+        await error.waitFor({ state: 'detached', timeout: WAIT_MS });
+        assert.equal(await field.getAttribute('aria-invalid'), null);
+        await page.close();
+      });
+    }
+
     it('made no request to another host and logged no error', (t) => {
       if (!needsChromium(t)) return;
       assert.deepEqual(watch.leaked, []);
@@ -156,3 +234,69 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('/admin sign-in, for someone who has never seen a token', () => {
+  const READ_TOKEN = 'read:admin-views-read-token-3e9a7c1f5b2d';
+  let running: InProcessApp | undefined;
+  let browser: Awaited<ReturnType<typeof launchBrowser>> | undefined;
+  const watch: PageWatch = { leaked: [], errors: [] };
+  before(async () => {
+    if (!existsSync(CHROMIUM)) return;
+    running = await startApp({ RATE_LIMIT: 'off', API_TOKENS: READ_TOKEN });
+    browser = await launchBrowser();
+    watch.leaked = browser.leaked;
+  });
+  after(async () => {
+    try {
+      await browser?.close();
+    } finally {
+      await running?.close();
+    }
+  });
+
+  it('says what a token is and where to get one; Cancel and Escape close it, and the page says what is left', async (t) => {
+    if (!needsChromium(t)) return;
+    assert.ok(running !== undefined && browser !== undefined);
+    const page = await watchedPage(browser.context, watch);
+    await page.goto(`${running.url}/admin`);
+    const dialog = page.getByRole('dialog', { name: 'Sign in' });
+    await dialog.waitFor({ timeout: WAIT_MS });
+    const text = (await dialog.textContent()) ?? '';
+    // Plain words: what it is, who gives it, what read-only means; no "scope".
+    for (const words of [
+      /access token/,
+      /person who runs the service/,
+      /API_TOKENS/,
+      /read-only token lets you look/,
+    ]) {
+      assert.match(text, words);
+    }
+    assert.doesNotMatch(text, /scope/i);
+    const hint = await dialog.getByLabel('Access token').getAttribute('aria-describedby');
+    assert.match((await page.locator(`[id="${hint}"]`).textContent()) ?? '', /read-only/);
+
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached', timeout: WAIT_MS });
+    const signedOut = page.getByRole('region', { name: 'Not signed in' });
+    assert.match((await signedOut.textContent()) ?? '', /can show no records.*documentation at \/docs/s);
+    assert.equal(await signedOut.getByRole('link', { name: '/docs' }).getAttribute('href'), '/docs');
+    assert.deepEqual(await axeViolations(page), [], 'the page signed out');
+    // Focus is not lost: it is on the signed-out heading, from which Tab reaches the way back.
+    assert.equal(await page.evaluate('document.activeElement?.textContent'), 'Not signed in');
+
+    await signedOut.getByRole('button', { name: 'Enter an access token' }).click();
+    await dialog.waitFor({ timeout: WAIT_MS });
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached', timeout: WAIT_MS });
+    await signedOut.waitFor({ timeout: WAIT_MS });
+
+    await signedOut.getByRole('button', { name: 'Enter an access token' }).click();
+    await dialog.getByLabel('Access token').fill(READ_TOKEN.slice('read:'.length));
+    await dialog.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('Live: changes appear as they happen').waitFor({ timeout: WAIT_MS });
+    assert.equal(await signedOut.count(), 0);
+    assert.deepEqual(watch.leaked, []);
+    assert.deepEqual(watch.errors, []);
+    await page.close();
+  });
+});
