@@ -510,6 +510,11 @@ export function App() {
                 loading={loading}
                 writable={writable}
                 summary={summary}
+                empty={
+                  Object.keys(filterErrors).length === 0
+                    ? 'No records match.'
+                    : 'No records shown: the service refused a filter (its error is under it).'
+                }
                 onEdit={(row) => void edit(row)}
                 onDelete={(row) => void askDelete(row)}
               />

@@ -1,5 +1,6 @@
-import { useEffect, useRef } from 'preact/hooks';
+import { useRef } from 'preact/hooks';
 import type { RecordInput } from './api.ts';
+import { FOCUS_AFTER_DIALOG, FOCUS_FALLBACK_ID } from './dialogs.tsx';
 
 /** What the page last did, said where it can be seen; a delete carries the values to undo it with. */
 export interface Done {
@@ -11,17 +12,13 @@ export interface Done {
 /**
  * The confirmation of the page's last change, in a bar at the bottom of the window (so it is seen
  * wherever the change was made) that is also a live region. It stays until the next change or
- * Dismiss: no timer takes it, or its Undo, away before it is read. After a delete, focus goes to
- * Undo (the button that had it went with the record).
+ * Dismiss: no timer takes it, or its Undo, away before it is read. After a delete, the closing
+ * dialog gives focus to Undo (the button that had it went with the record); Undo hands it to
+ * Dismiss, which stays.
  */
 export function Confirmation(props: { done: Done | undefined; onUndo: () => void; onDismiss: () => void }) {
   const { done } = props;
-  const undo = useRef<HTMLButtonElement>(null);
-  const offersUndo = done?.undo !== undefined;
-  useEffect(() => {
-    // After the closing dialog gives focus back (its own timeout), so this one comes last.
-    if (offersUndo) setTimeout(() => undo.current?.focus());
-  }, [done, offersUndo]);
+  const dismiss = useRef<HTMLButtonElement>(null);
   return (
     <div class={done === undefined ? 'confirmation empty' : 'confirmation'} role="status">
       {done === undefined ? null : (
@@ -31,14 +28,26 @@ export function Confirmation(props: { done: Done | undefined; onUndo: () => void
             {done.undo === undefined ? null : (
               <button
                 type="button"
-                ref={undo}
+                {...{ [FOCUS_AFTER_DIALOG]: '' }}
                 aria-label={`Undo: add ${done.undo.values.name} again`}
-                onClick={props.onUndo}
+                onClick={() => {
+                  dismiss.current?.focus();
+                  props.onUndo();
+                }}
               >
                 Undo
               </button>
             )}
-            <button type="button" aria-label="Dismiss this message" onClick={props.onDismiss}>
+            <button
+              type="button"
+              ref={dismiss}
+              aria-label="Dismiss this message"
+              onClick={() => {
+                // The button goes with the message: focus goes to the records' heading, not nowhere.
+                document.getElementById(FOCUS_FALLBACK_ID)?.focus();
+                props.onDismiss();
+              }}
+            >
               Dismiss
             </button>
           </div>

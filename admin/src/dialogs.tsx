@@ -4,10 +4,12 @@ import { type RecordInput, type Row, versionOf, type Versioned } from './api.ts'
 
 /** Where focus goes when a dialog closes and what had it is gone (a deleted record's button). */
 export const FOCUS_FALLBACK_ID = 'records-title';
+/** Marks the element that takes focus before FOCUS_FALLBACK_ID then (a delete's Undo). */
+export const FOCUS_AFTER_DIALOG = 'data-focus-after-dialog';
 
 /**
  * A modal dialog: focus moves into it, Escape or Cancel closes it, and focus goes back to what had
- * it before (or, when that is gone, to the records' heading).
+ * it before (or, when that is gone, to a delete's Undo or else the records' heading).
  */
 function Modal(props: { title: string; onCancel: () => void; children: ComponentChildren; role?: 'alertdialog' }) {
   const ref = useRef<HTMLDialogElement>(null);
@@ -21,7 +23,10 @@ function Modal(props: { title: string; onCancel: () => void; children: Component
       // After this render: the element that had focus may be re-rendered or gone by then.
       setTimeout(() => {
         const had = before instanceof HTMLElement && before !== document.body && before.isConnected;
-        const back = had ? before : document.getElementById(FOCUS_FALLBACK_ID);
+        const back = had
+          ? before
+          : (document.querySelector<HTMLElement>(`[${FOCUS_AFTER_DIALOG}]`) ??
+            document.getElementById(FOCUS_FALLBACK_ID));
         back?.focus();
       });
     };

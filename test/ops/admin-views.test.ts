@@ -183,8 +183,13 @@ for (const backend of BACKENDS) {
       assert.equal((await app.inject({ url: `/users/${id}` })).statusCode, 404);
       // The button that had focus went with the record: focus is on Undo, so Enter undoes.
       const undo = page.getByRole('button', { name: 'Undo: add Dorothy Vaughan again' });
-      await page.waitForFunction("document.activeElement?.textContent === 'Undo'", undefined, { timeout: WAIT_MS });
-      await undo.click();
+      await page.waitForFunction(
+        "document.activeElement?.getAttribute('aria-label') === 'Undo: add Dorothy Vaughan again'",
+        undefined,
+        { timeout: WAIT_MS },
+      );
+      assert.ok(await undo.isVisible());
+      await page.keyboard.press('Enter');
       await confirms(/^Restored Dorothy Vaughan as record #\d+ \(a new id: ids are never reused\)\.$/);
       const again = Number(/#(\d+)/.exec((await confirmation.locator('p').textContent()) ?? '')?.[1]);
       assert.notEqual(again, id);
@@ -193,8 +198,11 @@ for (const backend of BACKENDS) {
       };
       assert.deepEqual(stored.data, [{ name: 'Dorothy Vaughan', age: '98', city: 'Hampton' }], 'as it was deleted');
       await row(page, again).waitFor({ timeout: WAIT_MS });
-      await page.getByRole('button', { name: 'Dismiss this message' }).click();
+      // Undo handed focus to Dismiss, which stays; Dismiss hands it to the records' heading.
+      assert.equal(await page.evaluate('document.activeElement?.textContent'), 'Dismiss');
+      await page.keyboard.press('Enter');
       assert.equal(await confirmation.textContent(), '', 'Dismiss takes it away');
+      assert.equal(await page.evaluate('document.activeElement?.id'), 'records-title');
       await page.close();
     });
 
