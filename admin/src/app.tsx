@@ -557,7 +557,11 @@ export function App() {
         />
       </main>
       {access.kind === 'sign-in' && access.asking ? (
-        <SignIn reason={access.reason} onToken={signIn} onCancel={() => setAccess({ ...access, asking: false })} />
+        <SignIn
+          {...(token === undefined ? {} : { refused: access.reason })}
+          onToken={signIn}
+          onCancel={() => setAccess({ ...access, asking: false })}
+        />
       ) : null}
       {deleting === undefined ? null : (
         <ConfirmDelete

@@ -130,8 +130,11 @@ export function Conflict(props: {
 /** What a bearer token may be made of (RFC 6750): anything else cannot be sent in a header. */
 const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
-/** Asks for a token, in plain words; it is kept for this browser tab's session only. */
-export function SignIn(props: { reason: string; onToken: (token: string) => void; onCancel: () => void }) {
+/**
+ * Asks for a token, in plain words; it is kept for this browser tab's session only. `refused`: the
+ * service's words on a token it did not accept (none on the first visit: the text says it all).
+ */
+export function SignIn(props: { refused?: string; onToken: (token: string) => void; onCancel: () => void }) {
   const [token, setToken] = useState('');
   const [fault, setFault] = useState<string | undefined>();
   const inputId = useId();
@@ -147,7 +150,12 @@ export function SignIn(props: { reason: string; onToken: (token: string) => void
           else setFault('A token is letters, digits and - . _ ~ + / = only, with no spaces: check what was pasted.');
         }}
       >
-        <p role="alert">{fault ?? props.reason}</p>
+        <p role="alert">
+          {fault ??
+            (props.refused === undefined
+              ? ''
+              : `That token was not accepted (the service says: ${props.refused}) Check that it was pasted whole, or ask for a new one.`)}
+        </p>
         <p>
           This service shows its records only to people who have an <strong>access token</strong>: a long code, like a
           password, that the person who runs the service sets up for each user (in its <code>API_TOKENS</code> setting).
