@@ -7,6 +7,7 @@ import { type InProcessApp, startApp } from '../helpers/app.ts';
 import { BACKENDS } from '../helpers/backends.ts';
 import { axeViolations, launchBrowser, needsChromium, type PageWatch, watchedPage } from '../helpers/browser.ts';
 import { CHROMIUM } from '../helpers/chromium.ts';
+import { until } from '../helpers/page-poll.ts';
 
 /**
  * The admin page on views other than the unfiltered first page, and what it tells the person
@@ -40,19 +41,6 @@ async function counted(app: FastifyInstance, query: string): Promise<number> {
   const answer = await app.inject({ url: `/users?${params}`, headers: { prefer: 'count=exact' } });
   assert.equal(answer.statusCode, 200, answer.body);
   return Number(answer.headers['x-total-count']);
-}
-
-/**
- * Polls `expression` in the page until it is true, for at most `ms`: through the DevTools
- * protocol, as page.evaluate does (waitForFunction polls with an eval, which the page's CSP refuses).
- */
-async function until(page: Page, expression: string, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if ((await page.evaluate(expression)) === true) return true;
-    if (Date.now() > end) return false;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** Waits (bounded) until the page's caption says `n` match, with no reload. */
