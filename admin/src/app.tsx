@@ -404,6 +404,9 @@ export function App() {
     try {
       await api.remove(id, current.etag);
       setDeleting(undefined);
+      // Gone from the page in the same redraw that closes the dialog, not when the change stream
+      // says so: the dialog then gives focus to Undo, not to this row's Delete button.
+      setRows((old) => old.filter((shown) => shown.id !== id));
       const { name, age, city } = current.row;
       setDone({
         text: `Deleted record #${id}, ${name}.`,
