@@ -4,7 +4,7 @@ import type Database from 'better-sqlite3';
 import { SqliteError } from 'better-sqlite3';
 import { StoreOpenError } from '../store.ts';
 import { migrate } from './migrations.ts';
-import { openDatabase } from './native-objects.ts';
+import { openBetterSqlite } from './native-objects.ts';
 
 export interface ConnectionOptions {
   /** SQLite's own wait for a lock another connection holds; 0 on the event loop (waits are retried there). */
@@ -86,7 +86,7 @@ export function openConnection(path: string, options: ConnectionOptions): Databa
   }
   let db: Database.Database;
   try {
-    db = openDatabase(path, { timeout: options.busyTimeoutMs });
+    db = openBetterSqlite(path, { timeout: options.busyTimeoutMs });
   } catch (error) {
     throw new StoreOpenError(`cannot open the database file ${path}: ${reason(error)}`);
   }

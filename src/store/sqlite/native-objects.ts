@@ -14,7 +14,7 @@ import Database from 'better-sqlite3';
 const held: object[] = [];
 
 /** A better-sqlite3 connection whose statements (its `pragma`'s too) are all held. */
-export function openDatabase(path: string, options?: Database.Options): Database.Database {
+export function openBetterSqlite(path: string, options?: Database.Options): Database.Database {
   const db = new Database(path, options);
   held.push(db);
   const prepare = db.prepare.bind(db);

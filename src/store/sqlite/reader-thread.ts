@@ -4,7 +4,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { ListFilter, ListOrder } from '../store.ts';
 import { isUnavailable, needsReopen } from './errors.ts';
-import { openDatabase } from './native-objects.ts';
+import { openBetterSqlite } from './native-objects.ts';
 import { ReadStatements } from './statements.ts';
 
 /** A read that may take long: a listing other than a plain page, or a count. */
@@ -70,7 +70,7 @@ try {
 let db: Database.Database;
 let reads: ReadStatements;
 try {
-  db = openDatabase(path, { readonly: true, fileMustExist: true, timeout: busyTimeoutMs });
+  db = openBetterSqlite(path, { readonly: true, fileMustExist: true, timeout: busyTimeoutMs });
   // As the main connection (connection.ts): pages read again stay in memory, filled only as they are read.
   db.pragma('cache_size = -32768');
   reads = new ReadStatements(db, givenUp);
