@@ -43,7 +43,8 @@ for (let i = 0; i < opens; i++) openConnection(path, { busyTimeoutMs: 1000, migr
 
 // More listing shapes than a reader thread keeps (it is then replaced), and as many on the event
 // loop of a `:memory:` store.
-const file = await openSqliteStore(path, { readers: 1 });
+// A generous wait: a replaced reader thread starts slowly on a busy machine.
+const file = await openSqliteStore(path, { readers: 1, busyTimeoutMs: 60_000 });
 await fill(file);
 const onReaders = await listMany(file);
 await file.close();
