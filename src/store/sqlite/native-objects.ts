@@ -34,8 +34,3 @@ export function openBetterSqlite(path: string, options?: Database.Options): Data
   };
   return db;
 }
-
-/** How many objects this thread holds (for tests). */
-export function heldCount(): number {
-  return held.length;
-}
