@@ -56,7 +56,10 @@ const TRIGRAM = 3;
  */
 const FEW_MATCHES = 4000;
 
-/** Distinct listing statements kept prepared; past this, the least recently used is dropped. */
+/**
+ * Distinct listing statements a reader thread prepares before it is replaced: none is ever let go
+ * while its thread runs (native-objects.ts), and a thread's end frees them all.
+ */
 const STATEMENTS_KEPT = 256;
 
 const SEARCHED = `{${FOLDED_COLUMNS.join(' ')}}`;
@@ -242,17 +245,23 @@ export class ReadStatements {
     return users;
   }
 
-  /** A listing statement, prepared once while it is among the STATEMENTS_KEPT most recently used. */
+  /**
+   * Whether this connection has prepared STATEMENTS_KEPT listing statements: a reader thread then
+   * ends (and another starts). The main thread's connection reads only plain pages (a few
+   * statements), or, for `:memory:`, every listing (its statements grow with the distinct listings asked).
+   */
+  get crowded(): boolean {
+    return this.#lists.size >= STATEMENTS_KEPT;
+  }
+
+  /** A listing statement, prepared once per connection. */
   #statement(text: string): Statement<unknown[], UserRow> {
     this.#checkpoint?.();
     let statement = this.#lists.get(text);
     if (statement === undefined) {
       statement = this.#db.prepare(text);
-      if (this.#lists.size >= STATEMENTS_KEPT) this.#lists.delete(this.#lists.keys().next().value as string);
-    } else {
-      this.#lists.delete(text);
+      this.#lists.set(text, statement);
     }
-    this.#lists.set(text, statement);
     return statement;
   }
 
