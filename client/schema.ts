@@ -1659,12 +1659,12 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The record just stored (or, for a replayed Idempotency-Key, as first stored). */
+            /** @description The record just stored (or, for a replayed Idempotency-Key, as first stored); for many records at once, every record stored, in order, with no Location or ETag. */
             200: {
                 headers: {
-                    /** @description The new record, /users/{id}. */
+                    /** @description The new record, /users/{id} (not sent for many records). */
                     Location?: string;
-                    /** @description The same: the body is a representation of the new record. */
+                    /** @description The same: the body is a representation of the new record (not sent for many records). */
                     "Content-Location"?: string;
                     /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
                     ETag?: string;

@@ -1,13 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import secureJson from 'secure-json-parse';
+import { RECORD_FIELDS } from '../record/fields.ts';
 import { HttpError } from './problem.ts';
 import { MAX_BATCH } from './limits.ts';
-import { addParamErrors, parseParams } from './query-string.ts';
+import { addParamErrors, MAX_PARAMETERS, parseParams } from './query-string.ts';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 const UNSUPPORTED =
-  'Send the body as application/json or application/x-www-form-urlencoded, or send the parameters in the query string.';
+  'Send the body as application/json or application/x-www-form-urlencoded (or many records to POST /users as application/x-ndjson), or send the parameters in the query string.';
 
 /**
  * Body parsers: strict JSON and strict form bodies, an empty body of any type counts as no body,
@@ -26,18 +27,11 @@ export function registerBodyParsers(app: FastifyInstance): void {
     } catch {
       return done(new HttpError('malformed-request', 'The JSON body is not valid UTF-8.'));
     }
-    let value: unknown;
-    try {
-      value = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
-    } catch (error) {
-      const forbidden = /forbidden (prototype|constructor)/i.test((error as Error).message);
-      const detail = forbidden
-        ? 'The JSON body contains a forbidden key (__proto__ or constructor.prototype).'
-        : 'The body is not valid JSON.';
-      return done(new HttpError('malformed-request', detail));
-    }
-    markRepeatedKeys(text, value);
-    done(null, value);
+    // Records are the objects one level down: an array's elements (the body's own object keeps
+    // its rule: MAX_PARAMETERS read, the rest reported).
+    const parsed = parseJson(text, 'The JSON body', 2);
+    if (parsed instanceof HttpError) return done(parsed);
+    done(null, parsed);
   });
 
   // A batch of records for POST /users, one JSON object per line; an array to the routes, as a
@@ -46,6 +40,8 @@ export function registerBodyParsers(app: FastifyInstance): void {
     if (request.method !== 'POST' || request.routeOptions.url !== '/users') {
       return done(new HttpError('unsupported-media-type', UNSUPPORTED));
     }
+    if (isBlank(body)) return done(null, undefined);
+    sizes.set(request, body.length);
     let text: string;
     try {
       text = utf8.decode(body);
@@ -60,14 +56,9 @@ export function registerBodyParsers(app: FastifyInstance): void {
       if (records.length === MAX_BATCH) {
         return done(new HttpError('payload-too-large', batchTooLarge(`more than ${MAX_BATCH}`)));
       }
-      let value: unknown;
-      try {
-        value = secureJson.parse(line, undefined, { protoAction: 'error', constructorAction: 'error' });
-      } catch {
-        return done(new HttpError('malformed-request', `Line ${i + 1} of the NDJSON body is not a JSON value.`));
-      }
-      markRepeatedKeys(line, value);
-      records.push(value);
+      const parsed = parseJson(line, `Line ${i + 1} of the NDJSON body`, 1);
+      if (parsed instanceof HttpError) return done(parsed);
+      records.push(parsed);
     }
     done(null, records);
   });
@@ -94,6 +85,70 @@ const sizes = new WeakMap<FastifyRequest, number>();
 /** The size of the JSON or form body this request carried (0 without one). */
 export function bodySize(request: FastifyRequest): number {
   return sizes.get(request) ?? 0;
+}
+
+/**
+ * How deep a JSON body may nest, and how many names an object of a batch may have: a record is one
+ * flat object, so past these the body is refused before it is parsed, which would cost time and
+ * memory in proportion (a 2 MiB body of one object with 150,000 names, or of a million brackets).
+ */
+const MAX_DEPTH = 8;
+
+/**
+ * A JSON text's value, or the 400 that refuses it: too deep, too many names in an object at
+ * `recordDepth` or below (1: the value is a record, an NDJSON line; 2: the records are one level
+ * down, an array's elements), not JSON, a forbidden key. Keys given twice are marked
+ * (markRepeatedKeys).
+ */
+function parseJson(text: string, what: string, recordDepth: number): unknown {
+  const shape = shapeFault(text, recordDepth);
+  if (shape !== undefined) return new HttpError('malformed-request', `${what} ${shape}.`);
+  let value: unknown;
+  try {
+    value = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+  } catch (error) {
+    const forbidden = /forbidden (prototype|constructor)/i.test((error as Error).message);
+    return new HttpError(
+      'malformed-request',
+      forbidden
+        ? `${what} contains a forbidden key (__proto__ or constructor.prototype).`
+        : `${what} is not valid JSON.`,
+    );
+  }
+  markRepeatedKeys(text, value);
+  return value;
+}
+
+/**
+ * Why a JSON text's shape is refused before parsing, if it is: nested deeper than MAX_DEPTH, or an
+ * object at `recordDepth` or deeper (a record, or what a record holds) with more than
+ * MAX_PARAMETERS names. One pass over the text, strings skipped; an unfinished string or text that
+ * is not JSON is left to the parser.
+ */
+export function shapeFault(text: string, recordDepth: number): string | undefined {
+  // Names counted in each object open at this point, by depth (0: not an object).
+  const names: number[] = [];
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const char = text.charCodeAt(i);
+    if (char === 0x22) {
+      // A string: to its closing quote, past escapes.
+      let end = i + 1;
+      while (end < text.length && text.charCodeAt(end) !== 0x22) end += text.charCodeAt(end) === 0x5c ? 2 : 1;
+      i = end;
+    } else if (char === 0x7b || char === 0x5b) {
+      if (++depth > MAX_DEPTH) return `is nested deeper than ${MAX_DEPTH} levels`;
+      names[depth] = char === 0x7b ? 0 : -1;
+    } else if (char === 0x7d || char === 0x5d) {
+      depth--;
+    } else if (char === 0x3a && depth >= recordDepth && (names[depth] ?? -1) >= 0) {
+      // A colon in an object ends a name.
+      if (++(names[depth] as number) > MAX_PARAMETERS) {
+        return `has an object of more than ${MAX_PARAMETERS} names (a record has ${RECORD_FIELDS.length})`;
+      }
+    }
+  }
+  return undefined;
 }
 
 /** The media type of a body of one JSON record per line. */

@@ -35,6 +35,7 @@ export function createValidatorCompiler(rules: Readonly<Record<string, string>>)
 export function compileChecker(
   schema: TSchema,
   rules: Readonly<Record<string, string>>,
+  unknownDetail = 'is not a known parameter',
 ): (value: unknown) => FieldError[] {
   const check = Compile(schema);
   const order = Object.keys((schema as { properties?: object }).properties ?? {});
@@ -49,7 +50,7 @@ export function compileChecker(
     const ownPart: Record<string, unknown> = {};
     for (const name of Object.keys(input)) {
       if (known.has(name)) ownPart[name] = input[name];
-      else unknown.push({ parameter: name, detail: 'is not a known parameter' });
+      else unknown.push({ parameter: name, detail: unknownDetail });
     }
     const named = new Set(early.map((error) => error.parameter));
     const errors = [...fieldErrors(check.Errors(ownPart), ownPart, rules, order), ...unknown];

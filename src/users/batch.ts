@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
-import { batchTooLarge } from '../http/body-parsers.ts';
-import { MAX_BATCH } from '../http/limits.ts';
+import { batchTooLarge, bodySize } from '../http/body-parsers.ts';
+import { BODY_LIMIT, kib, MAX_BATCH } from '../http/limits.ts';
 import type { FieldError } from '../http/problem.ts';
 import { HttpError } from '../http/problem.ts';
 import { compileChecker, invalidInput } from '../http/validation.ts';
@@ -30,7 +30,7 @@ export function batchOf(request: FastifyRequest): unknown[] | undefined {
 }
 
 const checkQuery = compileChecker(FieldsQuery, RULES);
-const checkRecord = compileChecker(RecordInput, RULES);
+const checkRecord = compileChecker(RecordInput, RULES, 'is not a field of a record');
 const NOT_A_RECORD = `must be an object of ${fieldList(RECORD_FIELDS, 'and')}`;
 
 /** A name as a JSON Pointer token (RFC 6901): `~` and `/` escaped. */
@@ -42,6 +42,16 @@ const pointerToken = (name: string) => name.replaceAll('~', '~0').replaceAll('/'
  */
 export function checkedBatch(request: FastifyRequest, records: readonly unknown[]): UserInput[] {
   if (records.length > MAX_BATCH) throw new HttpError('payload-too-large', batchTooLarge(String(records.length)));
+  if (records.length === 0) {
+    throw new HttpError('invalid-input', `The body holds no records; send 1 to ${MAX_BATCH} of them.`);
+  }
+  // As for one record, BODY_LIMIT each: a batch of one is not a way round it.
+  if (bodySize(request) > BODY_LIMIT * records.length) {
+    throw new HttpError(
+      'payload-too-large',
+      `The body is larger than the service accepts for ${records.length} record${records.length === 1 ? '' : 's'} (${kib(BODY_LIMIT)} each).`,
+    );
+  }
   const faults: FieldError[] = checkQuery(request.query);
   const inputs: UserInput[] = [];
   records.forEach((record, i) => {

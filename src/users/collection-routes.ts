@@ -112,10 +112,11 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
         response: {
           200: jsonResponse(
             UsersEnvelope,
-            'The record just stored (or, for a replayed Idempotency-Key, as first stored).',
+            'The record just stored (or, for a replayed Idempotency-Key, as first stored); for many records at once, every record stored, in order, with no Location or ETag.',
             {
-              Location: 'The new record, /users/{id}.',
-              'Content-Location': 'The same: the body is a representation of the new record.',
+              Location: 'The new record, /users/{id} (not sent for many records).',
+              'Content-Location':
+                'The same: the body is a representation of the new record (not sent for many records).',
               ...ETAG,
               'Idempotent-Replayed':
                 '"true" when this is the remembered answer to an earlier request with the same Idempotency-Key.',

@@ -197,10 +197,13 @@ for (const backend of BACKENDS) {
         assert.equal((await storedIn(records[0]?.city as string)).length, 1);
       });
 
-      it('an empty batch stores nothing and answers an empty list', async () => {
-        const answer = await keyed(`k-${randomUUID()}`, '[]');
-        assert.equal(answer.status, 200);
-        assert.deepEqual(answer.json, { data: [] });
+      it('an empty batch is refused and its key stays free (a later request with it is stored)', async () => {
+        const key = `k-${randomUUID()}`;
+        assert.equal(assertProblem(await keyed(key, '[]'), 400).type, '/problems/invalid-input');
+        const [record] = people(1);
+        const stored = await keyed(key, JSON.stringify(record));
+        assert.equal(stored.status, 200, stored.text);
+        assert.equal(stored.headers.get('idempotent-replayed'), null);
       });
     });
 
@@ -226,13 +229,14 @@ for (const backend of BACKENDS) {
         expectedProblem: { type: '/problems/invalid-input', parameters: ['/1/age'] },
       },
       {
-        name: 'an unknown key is named as a JSON Pointer, with / and ~ escaped',
+        name: 'an unknown key is named as a JSON Pointer, with / and ~ escaped, as not a field of a record',
         method: 'POST',
         url: '/users',
         headers: JSON_TYPE,
         body: JSON.stringify([{ ...good, 'a/b~c': 1 }]),
         expectedStatus: 400,
         expectedProblem: { type: '/problems/invalid-input', parameters: ['/0/a~1b~0c'] },
+        expectedContent: ['is not a field of a record'],
       },
       {
         name: 'a record field in the query string beside a batch is refused',
@@ -315,6 +319,73 @@ for (const backend of BACKENDS) {
         body: JSON.stringify({ ...good, name: 'n'.repeat(70 * 1024) }),
         expectedStatus: 413,
         expectedProblem: { type: '/problems/payload-too-large' },
+      },
+      {
+        name: 'a batch of one record may not be larger than one record’s body (64 KiB)',
+        method: 'POST',
+        url: '/users',
+        headers: JSON_TYPE,
+        body: `[{"name":"x"${' '.repeat(70 * 1024)},"age":1,"city":"${good.city}"}]`,
+        expectedStatus: 413,
+        expectedProblem: { type: '/problems/payload-too-large' },
+      },
+      {
+        name: 'nor an NDJSON line of one record',
+        method: 'POST',
+        url: '/users',
+        headers: NDJSON_TYPE,
+        body: `{"name":"x"${' '.repeat(70 * 1024)},"age":1,"city":"${good.city}"}`,
+        expectedStatus: 413,
+        expectedProblem: { type: '/problems/payload-too-large' },
+      },
+      {
+        name: 'a body nested deeper than a record can be is refused before it is parsed',
+        method: 'POST',
+        url: '/users',
+        headers: JSON_TYPE,
+        body: `${'['.repeat(100_000)}${']'.repeat(100_000)}`,
+        expectedStatus: 400,
+        expectedProblem: { type: '/problems/malformed-request' },
+        expectedContent: ['nested deeper than 8 levels'],
+      },
+      {
+        name: 'a record of thousands of names is refused before it is parsed',
+        method: 'POST',
+        url: '/users',
+        headers: JSON_TYPE,
+        body: `[{${Array.from({ length: 5000 }, (_, i) => `"k${i}":0`).join(',')}}]`,
+        expectedStatus: 400,
+        expectedProblem: { type: '/problems/malformed-request' },
+        expectedContent: ['more than 50 names'],
+      },
+      {
+        name: 'an NDJSON line of thousands of names too',
+        method: 'POST',
+        url: '/users',
+        headers: NDJSON_TYPE,
+        body: `{${Array.from({ length: 5000 }, (_, i) => `"k${i}":0`).join(',')}}`,
+        expectedStatus: 400,
+        expectedProblem: { type: '/problems/malformed-request' },
+        expectedContent: ['Line 1 of the NDJSON body has an object of more than 50 names'],
+      },
+      {
+        name: 'an NDJSON line with a forbidden key says so',
+        method: 'POST',
+        url: '/users',
+        headers: NDJSON_TYPE,
+        body: '{"name":"a","age":1,"city":"b","__proto__":{}}',
+        expectedStatus: 400,
+        expectedProblem: { type: '/problems/malformed-request' },
+        expectedContent: ['forbidden key'],
+      },
+      {
+        name: 'NDJSON of blank lines holds no records',
+        method: 'POST',
+        url: '/users',
+        headers: NDJSON_TYPE,
+        body: '\n  \n\n',
+        expectedStatus: 400,
+        expectedProblem: { type: '/problems/invalid-input' },
       },
       {
         name: 'a POST /users body past 2 MiB is refused with 413',
