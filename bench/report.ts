@@ -33,6 +33,25 @@ function stageRows(results: BenchResults, stage: StageRecord, label: string): st
     const tags = verdicts(results.targets, { ...stage, measure: 'full listing' });
     rows.push([label, short(stage.records), 'full listing', text, '', '', '', status, '', '', '', '', '', tags]);
   }
+  for (const row of stage.compression ?? []) {
+    const text = `${fmt(row.bytes)} bytes as ${row.sent || 'identity'}, ${ms(row.cpuMs)} ms CPU/request`;
+    rows.push([
+      label,
+      short(stage.records),
+      `GET ${row.path} ${row.coding}`,
+      text,
+      '',
+      '',
+      '',
+      '',
+      '',
+      '',
+      '',
+      '',
+      '',
+      '',
+    ]);
+  }
   for (const run of results.runs.filter((r) => r.system === stage.system && r.records === stage.records)) {
     const bound = run.generatorCpu >= GENERATOR_BOUND ? ' !' : '';
     rows.push([
