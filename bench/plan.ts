@@ -7,6 +7,8 @@ export interface StageStep {
   workloads: WorkloadName[];
   /** One `GET /users` read to the end, timed, with the server's peak memory. */
   fullListing?: boolean;
+  /** Bytes and server CPU of `GET /users` and `GET /users/1` as identity, gzip and br (compression.ts). */
+  compression?: boolean;
 }
 
 export interface Stage {
@@ -29,8 +31,8 @@ const SERVICE: SystemId[] = ['sqlite', 'postgres'];
 /** The queries of GET /users, at 1k and at 1M records, where the targets compare them. */
 const QUERIES: WorkloadName[] = [...QUERY_WORKLOADS, 'count-city'];
 
-const forService = (workloads: WorkloadName[], fullListing = false): StageStep[] =>
-  SERVICE.map((system) => ({ system, workloads, fullListing }));
+const forService = (workloads: WorkloadName[], fullListing = false, compression = false): StageStep[] =>
+  SERVICE.map((system) => ({ system, workloads, fullListing, compression: compression && system === 'sqlite' }));
 
 /** The price list: the service with its layers added one at a time, each reading one record. */
 const PRICE_LIST: StageStep[] = Array.from({ length: LAYER_COUNT }, (_, i) => ({
@@ -51,7 +53,11 @@ const FULL: Stage[] = [
       { system: 'ceiling-b', workloads: ['list'] },
       { system: 'naive', workloads: EVERYTHING },
       { system: 'json-server', workloads: EVERYTHING },
-      { system: 'sqlite', workloads: ['list', 'page', 'read', ...QUERIES, 'mix', 'create', 'create-64', 'healthz'] },
+      {
+        system: 'sqlite',
+        workloads: ['list', 'page', 'read', ...QUERIES, 'mix', 'create', 'create-64', 'healthz'],
+        compression: true,
+      },
       { system: 'postgres', workloads: ['list', 'page', 'read', ...QUERIES, 'mix', 'create', 'create-64'] },
       { system: 'sqlite-tokens', workloads: ['read', 'mix', 'create'] },
       ...PRICE_LIST,
@@ -72,7 +78,7 @@ const FULL: Stage[] = [
       { system: 'ceiling-b', workloads: ['list'] },
       { system: 'naive', workloads: ['list', 'read', 'create'] },
       { system: 'json-server', workloads: ['list', 'read'] },
-      ...forService(['list', 'read', 'create']),
+      ...forService(['list', 'read', 'create'], false, true),
     ],
   },
   {
@@ -92,7 +98,11 @@ const QUICK: Stage[] = [
     steps: [
       { system: 'ceiling-a', workloads: ['read', 'mix', 'create', 'healthz'] },
       { system: 'naive', workloads: ['create'] },
-      { system: 'sqlite', workloads: ['page', 'read', ...QUERIES, 'mix', 'create', 'create-64', 'healthz'] },
+      {
+        system: 'sqlite',
+        workloads: ['page', 'read', ...QUERIES, 'mix', 'create', 'create-64', 'healthz'],
+        compression: true,
+      },
       { system: 'postgres', workloads: ['page', 'read', ...QUERIES, 'mix', 'create', 'create-64'] },
       { system: 'sqlite-tokens', workloads: ['read', 'create'] },
       ...PRICE_LIST,
@@ -104,7 +114,7 @@ const QUICK: Stage[] = [
   },
   {
     records: 100_000,
-    steps: [{ system: 'ceiling-b', workloads: ['list'] }, ...forService(['list'])],
+    steps: [{ system: 'ceiling-b', workloads: ['list'] }, ...forService(['list'], false, true)],
   },
   { records: 1_000_000, steps: forService(['read', ...QUERIES, 'create'], true) },
 ];

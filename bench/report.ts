@@ -84,6 +84,25 @@ function stageRows(results: BenchResults, stage: StageRecord, label: string): st
       }),
     );
   }
+  for (const row of stage.compression ?? []) {
+    const text = `${fmt(row.bytes)} bytes as ${row.sent || 'identity'}, ${ms(row.cpuMs)} ms CPU/request`;
+    rows.push([
+      label,
+      short(stage.records),
+      `GET ${row.path} ${row.coding}`,
+      text,
+      '',
+      '',
+      '',
+      '',
+      '',
+      '',
+      '',
+      '',
+      '',
+      '',
+    ]);
+  }
   for (const run of results.runs.filter((r) => r.system === stage.system && r.records === stage.records)) {
     const bound = run.generatorCpu >= GENERATOR_BOUND ? ' !' : '';
     const ceiling = ceilingOf(results.runs, run);

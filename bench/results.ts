@@ -1,5 +1,6 @@
 import type { CliStart } from './cli-start.ts';
 import type { FsyncLatency } from './fsync-latency.ts';
+import type { CompressionRow } from './compression.ts';
 import type { FullListing } from './full-listing.ts';
 import type { LoadResult } from './load.ts';
 import type { Dataset } from './seed-data.ts';
@@ -26,6 +27,8 @@ export interface StageRecord {
   /** Untimed load run after the start, before any measured workload (SystemSpec.serverWarmupMs). */
   serverWarmupMs?: number;
   fullListing?: FullListing & { expectedBytes?: number };
+  /** What compression costs and saves (StageStep.compression). */
+  compression?: CompressionRow[];
   /** Sanity checks of the answers; a failed one is printed with the results. */
   problems: string[];
 }

@@ -3,6 +3,7 @@ import { get } from 'node:http';
 import { join } from 'node:path';
 import type { Pinning } from './cpu-pinning.ts';
 import { freePort, startChild } from './child-server.ts';
+import { compressionLine, measureCompression } from './compression.ts';
 import { fullListing } from './full-listing.ts';
 import { type LoadResult, runLoad } from './load.ts';
 import type { StageStep, Timing } from './plan.ts';
@@ -89,6 +90,10 @@ export async function runStage(
         `  full listing: TTFB ${fmt(listing.ttfbMs)} ms, total ${fmt(listing.totalMs)} ms, ` +
           `${fmt(listing.bytes / 1e6, 1)} MB, peak RSS ${fmt(listing.peakRssMB ?? Number.NaN)} MB`,
       );
+    }
+    if (step.compression === true) {
+      stage.compression = await measureCompression(server.url, server.pid, records);
+      for (const row of stage.compression) context.log(`  ${compressionLine(row)}`);
     }
     if (spec.serverWarmupMs !== undefined && step.workloads.length > 0) {
       stage.serverWarmupMs = spec.serverWarmupMs;

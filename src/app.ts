@@ -6,6 +6,7 @@ import { WebhookDeliveries } from './changes/webhooks.ts';
 import type { Config } from './config/load.ts';
 import { authenticator } from './http/auth.ts';
 import { registerBodyParsers } from './http/body-parsers.ts';
+import { registerCompression } from './http/compression.ts';
 import { registerConditionalGet } from './http/conditional.ts';
 import { registerCors } from './http/cors.ts';
 import { crossSiteWriteCheck } from './http/cross-origin.ts';
@@ -108,6 +109,10 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   registerAllMethods(app);
   registerBodyParsers(app);
   registerErrorHandlers(app);
+  // Before every route: answers are compressed by Accept-Encoding, then If-None-Match is compared
+  // with the ETag of the answer as encoded.
+  await registerCompression(app);
+  registerConditionalGet(app);
   // A client may end its side once its request is sent (HTTP/1.0 style, `nc`): answer it anyway.
   // Node's default drops such a request unless its answer happens to be ready in the same tick.
   (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
@@ -140,7 +145,6 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
     metrics.abandoned();
     done();
   });
-  registerConditionalGet(app);
 
   await registerDocs(app, config.tokens.length > 0);
   registerAdmin(app);
