@@ -1,4 +1,4 @@
-import type { Attributes, Context, Span } from '@opentelemetry/api';
+import type { Attributes, Span } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { hostName, validAuthority } from '../http/hosts.ts';
 import { policyOf } from '../http/policy.ts';
@@ -30,7 +30,7 @@ const USER_AGENT_CHARS = 256;
  */
 export function registerRequestSpans(app: FastifyInstance, kit: TracingKit): void {
   const { api, tracer, semconv: s } = kit;
-  const open = new WeakMap<FastifyRequest, { span: Span; context: Context }>();
+  const open = new WeakMap<FastifyRequest, Span>();
 
   app.addHook('onRequest', (request, _reply, done) => {
     const parent = api.propagation.extract(api.ROOT_CONTEXT, request.headers);
@@ -59,38 +59,31 @@ export function registerRequestSpans(app: FastifyInstance, kit: TracingKit): voi
       { kind: api.SpanKind.SERVER, attributes },
       parent,
     );
-    const context = api.trace.setSpan(parent, span);
-    open.set(request, { span, context });
-    api.context.with(context, done);
-  });
-  // A body arrives on the socket's own events, outside the request's context: the handler and the
-  // hooks before it are put back into it once the body is read.
-  app.addHook('preHandler', (request, _reply, done) => {
-    const entry = open.get(request);
-    if (entry === undefined) return done();
-    api.context.with(entry.context, done);
+    open.set(request, span);
+    // The rest of the request runs in this context: Fastify carries it across the reading of a body.
+    api.context.with(api.trace.setSpan(parent, span), done);
   });
   app.addHook('onResponse', (request, reply, done) => {
-    const entry = open.get(request);
-    if (entry !== undefined) {
+    const span = open.get(request);
+    if (span !== undefined) {
       open.delete(request);
       const status = reply.statusCode;
-      entry.span.setAttribute(s.ATTR_HTTP_RESPONSE_STATUS_CODE, status);
+      span.setAttribute(s.ATTR_HTTP_RESPONSE_STATUS_CODE, status);
       if (status >= 500) {
-        entry.span.setAttribute(s.ATTR_ERROR_TYPE, String(status));
-        entry.span.setStatus({ code: api.SpanStatusCode.ERROR });
+        span.setAttribute(s.ATTR_ERROR_TYPE, String(status));
+        span.setStatus({ code: api.SpanStatusCode.ERROR });
       }
-      entry.span.end();
+      span.end();
     }
     done();
   });
   app.addHook('onRequestAbort', (request, done) => {
-    const entry = open.get(request);
-    if (entry !== undefined) {
+    const span = open.get(request);
+    if (span !== undefined) {
       open.delete(request);
       // Not answered: no status code; the client went away, which is not the server's fault.
-      entry.span.setAttribute(s.ATTR_ERROR_TYPE, 'aborted');
-      entry.span.end();
+      span.setAttribute(s.ATTR_ERROR_TYPE, 'aborted');
+      span.end();
     }
     done();
   });
