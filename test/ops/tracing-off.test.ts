@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -50,6 +50,7 @@ describe('OpenTelemetry modules in the server process', () => {
       });
       await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
       const watchFile = join(data.dir, 'modules.txt');
+      writeFileSync(watchFile, '');
       const server = await startServer(
         {
           ...env(collector.url),
