@@ -17,8 +17,6 @@ const KNOWN_METHODS = new Set([
   'CONNECT',
   'QUERY',
 ]);
-/** A User-Agent is kept to this many characters. */
-const USER_AGENT_CHARS = 256;
 
 /**
  * A server span for every request, named by method and route pattern (`GET /users/:id`), child of
@@ -53,7 +51,8 @@ export function registerRequestSpans(app: FastifyInstance, kit: TracingKit): voi
       }
     }
     const agent = request.headers['user-agent'];
-    if (agent !== undefined) attributes[s.ATTR_USER_AGENT_ORIGINAL] = agent.slice(0, USER_AGENT_CHARS);
+    // Up to Node's header limit (16 KiB); OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT cuts it shorter.
+    if (agent !== undefined) attributes[s.ATTR_USER_AGENT_ORIGINAL] = agent;
     const span = tracer.startSpan(
       route === undefined ? method : `${method} ${route}`,
       { kind: api.SpanKind.SERVER, attributes },
