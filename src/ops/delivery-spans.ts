@@ -1,4 +1,4 @@
-import type { TracingKit } from './tracing.ts';
+import type { TracingKit } from './tracing-kit.ts';
 
 /**
  * A client span for each webhook delivery attempt (`POST`), the root of its own trace, whose W3C

@@ -2,7 +2,7 @@ import type { Attributes, Span } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { hostName, validAuthority } from '../http/hosts.ts';
 import { policyOf } from '../http/policy.ts';
-import type { TracingKit } from './tracing.ts';
+import type { TracingKit } from './tracing-kit.ts';
 
 /** The methods the semantic conventions name; any other is recorded as `_OTHER`. */
 const KNOWN_METHODS = new Set([

@@ -1,5 +1,5 @@
 import type { UserStore } from '../store/store.ts';
-import type { TracingKit } from './tracing.ts';
+import type { TracingKit } from './tracing-kit.ts';
 
 /**
  * The store with a client span for each database call made inside a request or a webhook

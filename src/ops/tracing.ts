@@ -1,18 +1,10 @@
-import type * as Api from '@opentelemetry/api';
-import type * as Semconv from '@opentelemetry/semantic-conventions';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { VERSION } from '../config/version.ts';
 import type { UserStore } from '../store/store.ts';
 import { registerRequestSpans } from './request-spans.ts';
 import { tracedStore } from './traced-store.ts';
 import { deliverySpans } from './delivery-spans.ts';
-
-/** What the span makers share: the API, this service's tracer and the attribute names. */
-export interface TracingKit {
-  api: typeof Api;
-  tracer: Api.Tracer;
-  semconv: typeof Semconv;
-}
+import type { TracingKit } from './tracing-kit.ts';
 
 /** Traces, once on: what the app, the store and the webhooks hand their work to. */
 export interface Tracing {
