@@ -8,7 +8,7 @@ import type { ServiceEntry } from './service-build.ts';
 import type { CreateStyle, WorkloadName } from './workloads.ts';
 import type { RequestPlan } from './wrk.ts';
 
-export type LayerId = 'layer-1' | 'layer-2' | 'layer-3' | 'layer-4' | 'layer-5' | 'layer-6' | 'layer-7';
+export type LayerId = `layer-${1 | 2 | 3 | 4 | 5 | 6 | 7 | 8}`;
 /** The products measured beside the service (bench/peers/), each on SQLite and on PostgreSQL. */
 export type PeerId = 'directus-sqlite' | 'directus-postgres';
 export type SystemId =

@@ -27,6 +27,7 @@ import { type Lifecycle, registerHealthRoutes } from './ops/health.ts';
 import { registerHome } from './ops/home.ts';
 import { registerMetrics } from './ops/metrics.ts';
 import { registerTokenScope } from './ops/token-scope.ts';
+import type { Tracing } from './ops/tracing.ts';
 import type { UserStore } from './store/store.ts';
 import { registerUserRoutes } from './users/routes.ts';
 import { RULES } from './users/schemas.ts';
@@ -35,6 +36,8 @@ export interface AppDeps {
   store: UserStore;
   /** Set by the server once it is stopping (`/readyz` then answers 503); none: never. */
   lifecycle?: Lifecycle;
+  /** Traces, when the OTEL_* variables turn them on (ops/tracing.ts); none: no hook, nothing loaded. */
+  tracing?: Tracing;
   /**
    * Layers to leave out, for the bench's price list only (bench/layered-server.ts), which adds
    * them back one at a time to show what each costs. The service always runs with every layer;
@@ -105,6 +108,8 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
     },
   });
 
+  // First, so that a request's span covers every hook after it, refusals included.
+  deps.tracing?.register(app);
   app.setValidatorCompiler(createValidatorCompiler(rules));
   registerAllMethods(app);
   registerBodyParsers(app);
@@ -169,6 +174,7 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
       { urls: config.webhookUrls, secret: config.webhookSecret, timeoutMs: config.webhookTimeoutMs },
       app.log,
       metrics.changes.webhooks,
+      deps.tracing?.deliveries,
     );
     app.addHook('onReady', (done) => {
       webhooks.start();

@@ -9,6 +9,7 @@ import { VERSION } from './config/version.ts';
 import { exposureWarning } from './ops/exposure.ts';
 import type { Lifecycle } from './ops/health.ts';
 import { startUrls } from './ops/start-urls.ts';
+import { startTracing, tracingWanted } from './ops/tracing.ts';
 import { type Database, openDatabase } from './store/database.ts';
 import { StoreOpenError, StoreUnavailableError } from './store/store.ts';
 
@@ -21,13 +22,19 @@ import { StoreOpenError, StoreUnavailableError } from './store/store.ts';
 const LISTEN_BACKLOG = 4096;
 
 /** Opens storage and listens; on SIGTERM/SIGINT finishes in-flight requests and closes. */
-async function serve(config: Readonly<Config>, database: Database): Promise<void> {
+async function serve(config: Readonly<Config>, database: Database, env: NodeJS.ProcessEnv): Promise<void> {
+  // The standard OTEL_* variables, read by the OpenTelemetry SDK itself, which is loaded only then.
+  const tracing = tracingWanted(env) ? await startTracing(env) : undefined;
   // With workers, the primary has checked the file already.
   const store = await database.openStore({ check: cluster.isPrimary });
   const lifecycle: Lifecycle = { draining: false };
   let app: FastifyInstance;
   try {
-    app = await buildApp(config, { store, lifecycle });
+    app = await buildApp(config, {
+      store: tracing === undefined ? store : tracing.store(store, config.database.kind),
+      lifecycle,
+      tracing,
+    });
     await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG });
     // With workers, the primary says it once all of them listen (cluster.ts).
     const address = app.server.address();
@@ -69,6 +76,7 @@ async function serve(config: Readonly<Config>, database: Database): Promise<void
       endDelay = undefined;
     }
     app.log.info({ signal }, 'shutting down');
+    const deadline = Date.now() + config.shutdownTimeoutMs;
     const timer = setTimeout(() => {
       app.log.error('shutdown timed out; exiting');
       process.exit(1);
@@ -81,6 +89,9 @@ async function serve(config: Readonly<Config>, database: Database): Promise<void
       await app.close();
       clearInterval(sweep);
       await store.close();
+      // The spans still queued, within half the time left: a collector that does not answer costs at
+      // most that, never the exit code.
+      await tracing?.flush(Math.max(0, (deadline - Date.now()) / 2));
       app.log.info('stopped');
       process.exit(0);
     } catch (error) {
@@ -114,7 +125,7 @@ async function main(argv: string[], usage: string, env: NodeJS.ProcessEnv): Prom
     runPrimary(config);
     return;
   }
-  await serve(config, database);
+  await serve(config, database, env);
 }
 
 /** Fails with the reason when the port cannot be listened on (in use, not allowed); 0 picks a free one, always possible. */
