@@ -40,6 +40,7 @@ export function tracedStore(store: UserStore, kit: TracingKit, system: 'sqlite' 
     get: traced('get', store.get.bind(store)),
     create: traced('create', store.create.bind(store)),
     createOnce: traced('createOnce', store.createOnce.bind(store)),
+    createMany: traced('createMany', store.createMany.bind(store)),
     update: traced('update', store.update.bind(store)),
     remove: traced('remove', store.remove.bind(store)),
     version: traced('version', store.version.bind(store)),
