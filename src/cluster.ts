@@ -133,8 +133,8 @@ interface Replacement {
 }
 
 /**
- * SIGHUP: every worker serving now is replaced, one at a time, by one running the code and settings
- * on disk now: the new one starts and listens, and only then the old one is told to hand over
+ * SIGHUP: every worker serving now is replaced, one at a time, by one running the code on disk now
+ * (with the primary's settings): the new one starts and listens, and only then the old one is told to hand over
  * (serve.ts: it stops listening, answers what is in flight with `Connection: close`, ends its event
  * streams with a comment to reconnect, waits for its connections to close) and stops. A SIGHUP during
  * a replacement is queued (one, however many come); a new worker that fails to start ends the
