@@ -134,11 +134,11 @@ interface Replacement {
 
 /**
  * SIGHUP: every worker serving now is replaced, one at a time, by one running the code on disk now
- * (with the primary's settings): the new one starts and listens, and only then the old one is told to hand over
- * (serve.ts: it stops listening, answers what is in flight with `Connection: close`, ends its event
- * streams with a comment to reconnect, waits for its connections to close) and stops. A SIGHUP during
- * a replacement is queued (one, however many come); a new worker that fails to start ends the
- * replacement and the old ones keep serving.
+ * (with the primary's settings): the new one starts and listens, and only then is the old one told
+ * to hand over (ops/hand-over.ts: it stops listening, answers what is in flight with `Connection:
+ * close`, ends its event streams with a comment to reconnect, waits for its connections to close)
+ * and stop. A SIGHUP during a replacement is queued (one, however many come); a new worker that
+ * fails to start ends the replacement and the old ones keep serving.
  */
 function replaceOnHangUp(options: Replacement): void {
   const { log } = options;
