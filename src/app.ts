@@ -23,6 +23,7 @@ import { createValidatorCompiler } from './http/validation.ts';
 import { logOutput } from './logs/output.ts';
 import { registerAdmin } from './ops/admin.ts';
 import { registerDocs } from './ops/docs.ts';
+import { closeConnectionsWhileDraining } from './ops/hand-over.ts';
 import { type Lifecycle, registerHealthRoutes } from './ops/health.ts';
 import { registerHome } from './ops/home.ts';
 import { registerMetrics } from './ops/metrics.ts';
@@ -156,7 +157,9 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   registerHome(app);
   registerTokenScope(app, authenticate);
   const store = withMetrics ? metrics.store : deps.store;
-  registerHealthRoutes(app, store, deps.lifecycle ?? { draining: false });
+  const lifecycle = deps.lifecycle ?? { draining: false };
+  registerHealthRoutes(app, store, lifecycle);
+  closeConnectionsWhileDraining(app, lifecycle);
   const streams = registerEventStream(app, store, new ChangeFeed(store), {
     maxSubscribers: config.maxSubscribers,
     maxSubscribersPerClient: config.maxSubscribersPerClient,
@@ -167,6 +170,7 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
     ended: metrics.changes.streamEnded,
   });
   metrics.changes.countSubscribers(streams.open);
+  lifecycle.endStreams = () => streams.endAll('this process is stopping: reconnect with Last-Event-ID');
   registerUserRoutes(app, store, config.listingCacheMb * 1024 * 1024);
   if (config.webhookUrls.length > 0 && config.webhookSecret !== undefined) {
     const webhooks = new WebhookDeliveries(

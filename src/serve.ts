@@ -2,11 +2,12 @@ import cluster from 'node:cluster';
 import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
-import { runPrimary } from './cluster.ts';
+import { REPLACE_MESSAGE, runPrimary } from './cluster.ts';
 import { helpText } from './config/help.ts';
 import { type Config, ConfigError, loadConfig } from './config/load.ts';
 import { VERSION } from './config/version.ts';
 import { exposureWarning } from './ops/exposure.ts';
+import { handOver } from './ops/hand-over.ts';
 import type { Lifecycle } from './ops/health.ts';
 import { startUrls } from './ops/start-urls.ts';
 import { startTracing, tracingWanted } from './ops/tracing.ts';
@@ -20,6 +21,9 @@ import { StoreOpenError, StoreUnavailableError } from './store/store.ts';
  * server even sees them. The kernel caps this at net.core.somaxconn (4096 on current Linux).
  */
 const LISTEN_BACKLOG = 4096;
+
+/** Past the keep-alive timeout, the wait for connections to close as a stop hands them over. */
+const HAND_OVER_MARGIN_MS = 1000;
 
 /** Opens storage and listens; on SIGTERM/SIGINT finishes in-flight requests and closes. */
 async function serve(config: Readonly<Config>, database: Database, env: NodeJS.ProcessEnv): Promise<void> {
@@ -82,6 +86,9 @@ async function serve(config: Readonly<Config>, database: Database, env: NodeJS.P
       process.exit(1);
     }, config.shutdownTimeoutMs);
     timer.unref();
+    // At most half the shutdown timeout: the other half is for the requests still in flight.
+    const handOverMs = Math.min(config.keepAliveTimeoutMs + HAND_OVER_MARGIN_MS, config.shutdownTimeoutMs / 2);
+    if (signal !== 'SIGINT') await handOver(app, lifecycle, handOverMs, app.log);
     // Keep-alive connections that finish their last request after close() began stay open until
     // their timeout; sweep them as they go idle so the process can stop promptly.
     const sweep = setInterval(() => app.server.closeIdleConnections(), 50);
@@ -101,6 +108,20 @@ async function serve(config: Readonly<Config>, database: Database, env: NodeJS.P
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  if (cluster.isWorker) followPrimary(() => void stop(REPLACE_MESSAGE));
+}
+
+/**
+ * A worker is replaced (SIGHUP to the primary, cluster.ts) by a message rather than a signal: it
+ * hands over at once, without SHUTDOWN_DELAY_MS, as the primary stops giving it connections the
+ * moment it stops listening. SIGHUP itself is the primary's: a worker that gets it too (a closed
+ * terminal signals the whole process group) keeps serving.
+ */
+function followPrimary(replace: () => void): void {
+  process.on('message', (message) => {
+    if (message === REPLACE_MESSAGE) replace();
+  });
+  process.on('SIGHUP', () => undefined);
 }
 
 /**
