@@ -185,9 +185,17 @@ export class Api {
     return { row: single(data), etag: response.headers.get('etag') ?? '' };
   }
 
-  /** Deletes the record if it is still at the version `etag` names (412 otherwise). */
-  async remove(id: number, etag: string): Promise<void> {
-    await settled(this.client.DELETE('/users/{id}', { params: { path: { id }, header: { 'if-match': etag } } }));
+  /**
+   * Deletes the record if it is still at the version `etag` names (412 otherwise), and answers it as
+   * the service held it when it was deleted.
+   */
+  async remove(id: number, etag: string): Promise<Row> {
+    const { data } = await settled(
+      this.client.DELETE('/users/{id}', {
+        params: { path: { id }, query: { fields: FIELDS }, header: { 'if-match': etag } },
+      }),
+    );
+    return single(data);
   }
 
   /** Whether this token may write (`GET /auth/scope`). */

@@ -402,12 +402,13 @@ export function App() {
   const remove = async ({ current }: Deleting) => {
     const { id } = current.row;
     try {
-      await api.remove(id, current.etag);
+      // The record as the service deleted it, not as this page last saw it (a change may be on its way).
+      const gone = await api.remove(id, current.etag);
       setDeleting(undefined);
       // Gone from the page in the same redraw that closes the dialog, not when the change stream
       // says so: the dialog then gives focus to Undo, not to this row's Delete button.
       setRows((old) => old.filter((shown) => shown.id !== id));
-      const { name, age, city } = current.row;
+      const { name, age, city } = gone;
       setDone({
         text: `Deleted record #${id}, ${name}.`,
         undo: { values: { name, age, city }, key: crypto.randomUUID() },

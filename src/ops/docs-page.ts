@@ -102,6 +102,18 @@ function sampleEvent(document: Json): unknown {
 }
 
 /** The page's copy of the document: the called operations in PAGE_ORDER, the rest said in words. */
+/**
+ * An operation as the page shows it: without a request body. The one body the document has (many
+ * records at once, POST /users) would be sent by "Try it out" beside the query string's record,
+ * which the service refuses; the operation's description says how to send many.
+ */
+function withoutBody(operation: Operation): Operation {
+  if (operation.requestBody === undefined) return operation;
+  const shown = { ...operation };
+  delete shown.requestBody;
+  return shown;
+}
+
 export function pageDocument(document: Json): Json {
   const paths = isObject(document.paths) ? (document.paths as Record<string, PathItem>) : {};
   const shown: Array<[string, PathItem, number]> = [];
@@ -118,7 +130,7 @@ export function pageDocument(document: Json): Json {
                 description: `${operation.description ?? ''}${streamExamples(sampleEvent(document))}`,
               },
             ]
-          : [method, operation],
+          : [method, withoutBody(operation)],
       );
     if (operations.length === 0) continue;
     shown.push([path, Object.fromEntries(operations), Math.min(...operations.map(([, operation]) => rank(operation)))]);

@@ -461,7 +461,7 @@ for (const backend of persistent) {
       const created = await Promise.all(stores.map((store, i) => store.create({ name: `n${i}`, age: i, city: 'c' })));
       assert.equal(new Set(created.map((user) => user.id)).size, stores.length);
       for (const store of stores) await store.close();
-      assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7]);
+      assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8]);
     });
 
     it('two stores on one database changing the same records in opposite orders both succeed', async () => {
@@ -515,13 +515,14 @@ for (const backend of persistent) {
       const store = await openUrl(url);
       const ada = await store.create({ name: 'Ada', age: 36, city: 'London' });
       await store.close();
-      const drop = 'DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version IN (3, 4)';
+      // Migration 8 changes the same table: a database without 3 and 4 has not had it either.
+      const drop = 'DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version IN (3, 4, 8)';
       await runSql(url, { sqlite: drop, postgres: drop });
       assert.deepEqual(await migrationVersions(url), [1, 2, 5, 6, 7]);
 
       const upgraded = await openUrl(url);
       try {
-        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7]);
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8]);
         assert.deepEqual(await upgraded.list({}), [ada]);
         const first = await upgraded.createOnce(ada, { key: 'k', fingerprint: 'f' });
         assert.ok(first.ok && !first.replayed);
@@ -539,24 +540,24 @@ for (const backend of persistent) {
       // The table as migration 3 left it, holding a key that kept the record's values.
       const snapshot = JSON.stringify(ada).replaceAll("'", "''");
       await runSql(url, {
-        sqlite: `DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version = 4;
+        sqlite: `DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version IN (4, 8);
           CREATE TABLE idempotency_keys (key TEXT PRIMARY KEY NOT NULL, fingerprint TEXT NOT NULL,
             user_json TEXT NOT NULL, created_at INTEGER NOT NULL) STRICT;
           INSERT INTO idempotency_keys VALUES ('k', 'f', '${snapshot}', ${Date.now()})`,
-        postgres: `DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version = 4;
+        postgres: `DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version IN (4, 8);
           CREATE TABLE idempotency_keys (key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL,
             user_json TEXT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now());
           INSERT INTO idempotency_keys (key, fingerprint, user_json) VALUES ('k', 'f', '${snapshot}')`,
       });
       const upgraded = await openUrl(url);
       try {
-        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7]);
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8]);
         assert.deepEqual(await upgraded.createOnce(ada, { key: 'k', fingerprint: 'f' }), {
           ok: true,
           user: ada,
           replayed: true,
         });
-        assert.deepEqual(await keyColumns(url), ['created_at', 'fingerprint', 'key', 'user_id']);
+        assert.deepEqual(await keyColumns(url), ['batch_ids', 'created_at', 'fingerprint', 'key', 'user_id']);
       } finally {
         await upgraded.close();
       }
@@ -574,7 +575,7 @@ for (const backend of persistent) {
       await runSql(url, { sqlite: `${old}; ${forget}`, postgres: `${old}; ${forget}` });
       const upgraded = await openUrl(url);
       try {
-        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7]);
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8]);
         assert.deepEqual(await upgraded.list({ search: 'ΣΆΜΟΣ' }), [samos]);
         assert.deepEqual(await upgraded.list({ search: 'kırık' }), [samos]);
         assert.deepEqual(await upgraded.list({ search: 'kirik' }), []);
