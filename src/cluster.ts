@@ -120,6 +120,9 @@ export function runPrimary(config: Readonly<Config>): void {
   for (let i = 0; i < config.workers; i++) fork();
 }
 
+/** How many times a replacement starts a new worker before it gives up and leaves the old ones serving. */
+const START_ATTEMPTS = 3;
+
 interface Replacement {
   log: Logger;
   /** The workers serving now. */
@@ -138,7 +141,7 @@ interface Replacement {
  * to hand over (ops/hand-over.ts: it stops listening, answers what is in flight with `Connection:
  * close`, ends its event streams with a comment to reconnect, waits for its connections to close)
  * and stop. A SIGHUP during a replacement is queued (one, however many come); a new worker that
- * fails to start ends the replacement and the old ones keep serving.
+ * fails to start START_ATTEMPTS times ends the replacement and the old ones keep serving.
  */
 function replaceOnHangUp(options: Replacement): void {
   const { log } = options;
@@ -153,11 +156,23 @@ function replaceOnHangUp(options: Replacement): void {
       if (options.stopping()) return log.info('replacement abandoned: the service is stopping');
       // Died meanwhile: the primary has already started another in its place.
       if (worker.isDead() || !options.listening.has(worker)) continue;
-      const fresh = options.fork();
-      log.info({ worker: fresh.process.pid, replaces: worker.process.pid }, 'starting a new worker');
-      const outcome = await started(fresh);
-      if (outcome !== 'listening') {
+      // A start can fail for a passing reason (the database busy under load): tried again, as a
+      // worker that dies is, before the replacement gives up.
+      let fresh = options.fork();
+      let outcome: 'listening' | 'exited' | 'late' = 'exited';
+      for (let attempt = 1; ; attempt++) {
+        log.info({ worker: fresh.process.pid, replaces: worker.process.pid, attempt }, 'starting a new worker');
+        outcome = await started(fresh);
         if (outcome === 'late') fresh.process.kill('SIGKILL');
+        if (outcome === 'listening' || attempt === START_ATTEMPTS || options.stopping()) break;
+        log.warn(
+          { worker: fresh.process.pid, outcome, code: fresh.process.exitCode, retryInMs: RESTART_DELAY_MS * attempt },
+          'a new worker failed to start; trying again',
+        );
+        await new Promise((resolve) => setTimeout(resolve, RESTART_DELAY_MS * attempt));
+        fresh = options.fork();
+      }
+      if (outcome !== 'listening') {
         log.error(
           { worker: fresh.process.pid, outcome, replaced, left: old.length - replaced },
           'the new worker did not start; the old workers keep serving and the replacement stops here',

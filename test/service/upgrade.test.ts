@@ -88,7 +88,10 @@ describe('upgrades without a failed request', () => {
         const ended = () =>
           server.logs.some((line) => line.includes('replacement done') || line.includes('did not start'));
         await waitFor(ended, MAX_MS);
-        const primary = server.logs.filter((line) => line.includes('"role":"primary"')).join('\n');
+        // The primary's lines, and every error line (a new worker's own reason for not starting).
+        const primary = server.logs
+          .filter((line) => line.includes('"role":"primary"') || /"level":(50|60)/.test(line))
+          .join('\n');
         assert.ok(
           server.logs.some((line) => line.includes('replacement done')),
           `the replacement did not end:\n${primary}`,
