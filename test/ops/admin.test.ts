@@ -20,14 +20,23 @@ import { tempDir } from '../helpers/server.ts';
 const WAIT_MS = 20_000;
 /** Records one import adds while the page is open: it arrives as one burst of as many changes. */
 const BURST = scaled(20_000, 200_000);
-/** A task this long is a page that does not answer a click or a key: none may come near it. */
-const LONGEST_TASK_MS = 200;
 /**
- * Every long task the page runs (over 50 ms: the Long Tasks API's own bar) as [start, duration],
- * from its first script on: added before the page's own scripts, through the DevTools protocol,
- * which the page's CSP does not govern.
+ * The page redraws a burst a batch at a time: the changes of one quarter second (the page's
+ * interval) together. Allowed per interval: the batch, the count and the rows read again, with
+ * room to spare; a page that redrew per change would pass it by hundreds of times.
  */
-const RECORD_LONG_TASKS = `
+const REDRAWS_PER_INTERVAL = 4;
+const INTERVAL_MS = 250;
+/**
+ * When the page changed its document (one entry per MutationObserver callback, which the browser
+ * calls once per task that changed it: one per redraw), and every long task (over 50 ms, the Long
+ * Tasks API's own bar) as [start, duration] for the diagnostic. Added before the page's own
+ * scripts, through the DevTools protocol, which the page's CSP does not govern.
+ */
+const RECORD_REDRAWS = `
+  window.redraws = [];
+  new MutationObserver(() => window.redraws.push(performance.now()))
+    .observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
   window.longTasks = [];
   new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) window.longTasks.push([entry.startTime, Math.round(entry.duration)]);
@@ -422,7 +431,7 @@ for (const backend of BACKENDS) {
       }
     });
 
-    it('takes a burst of changes in one step: no long task, no change missed or repeated, the rows and count right', async (t) => {
+    it('takes a burst of changes a batch at a time: a few redraws per interval, no change missed or repeated, the rows and count right', async (t) => {
       if (!needsChromium(t)) return;
       assert.ok(browser !== undefined);
       const service = await restartable(backend);
@@ -433,7 +442,7 @@ for (const backend of BACKENDS) {
         // resume where it was. An ended stream whose last bytes are not taken within a heartbeat is
         // closed (a reset to the browser on a busy machine).
         const page = await watchedPage(browser.context, watch, /ERR_INCOMPLETE_CHUNKED_ENCODING|ERR_CONNECTION_RESET/);
-        await page.addInitScript(RECORD_LONG_TASKS);
+        await page.addInitScript(RECORD_REDRAWS);
         /** The Last-Event-ID of each request for the stream. */
         const streams: Array<string | undefined> = [];
         page.on('request', (request) => {
@@ -480,15 +489,17 @@ for (const backend of BACKENDS) {
           `resumed after ${streams.slice(1).join(', ')}`,
         );
 
+        // Counted, not timed: a busy machine makes the burst take longer, and allows as many more redraws.
+        const endedAt = (await page.evaluate('performance.now()')) as number;
+        const redraws = ((await page.evaluate('window.redraws')) as number[]).filter((at) => at >= importedAt).length;
+        const allowed = REDRAWS_PER_INTERVAL * Math.ceil((endedAt - importedAt) / INTERVAL_MS + 1);
         const tasks = (await page.evaluate('window.longTasks')) as Array<[number, number]>;
         const during = tasks.filter(([start]) => start >= importedAt).map(([, duration]) => duration);
-        const opening = tasks.filter(([start]) => start < importedAt).map(([, duration]) => duration);
-        const longest = Math.max(0, ...during);
         t.diagnostic(
-          `${BURST} changes on ${streams.length} stream request(s); tasks over 50 ms while they came: ` +
-            `[${during.join(', ')}], the longest ${longest} ms; while the page opened: [${opening.join(', ')}]`,
+          `${BURST} changes on ${streams.length} stream request(s) in ${Math.round(endedAt - importedAt)} ms: ` +
+            `${redraws} redraws (at most ${allowed}); tasks over 50 ms while they came: [${during.join(', ')}]`,
         );
-        assert.ok(longest <= LONGEST_TASK_MS, `a task of ${longest} ms while the changes came`);
+        assert.ok(redraws <= allowed, `${redraws} redraws for ${BURST} changes, more than ${allowed}`);
         assert.deepEqual(await axeViolations(page), [], 'the page after a burst');
         await page.close();
       } finally {
