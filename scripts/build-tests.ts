@@ -26,12 +26,12 @@ const externals: Plugin = {
 const sourceUrls: Plugin = {
   name: 'source-urls',
   setup(bundle) {
-    bundle.onLoad({ filter: /\.ts$/ }, (args) => {
+    bundle.onLoad({ filter: /\.(ts|mjs)$/ }, (args) => {
       if (args.path.includes('/node_modules/')) return undefined;
       const text = readFileSync(args.path, 'utf8');
       return {
         contents: text.replaceAll('import.meta.url', JSON.stringify(pathToFileURL(args.path).href)),
-        loader: 'ts',
+        loader: args.path.endsWith('.ts') ? 'ts' : 'js',
       };
     });
   },
