@@ -9,9 +9,10 @@ export interface Pinning {
 }
 
 /**
- * On a machine with few cores the load generator (autocannon, in this process) competes with the
- * server for CPU. Pinning this process to CPU 0 and each server to CPU 1 gives every system the
- * same one core and keeps the generator off it; without taskset both float.
+ * On a machine with few cores the load generator (wrk, started by this process) competes with the
+ * server for CPU. Pinning this process to CPU 0, which the wrk it starts inherits, and each server
+ * to CPU 1 gives every system the same one core and keeps the generator off it; without taskset
+ * both float.
  */
 export function pinCpus(enabled: boolean): Pinning {
   const cpus = availableParallelism();
@@ -22,7 +23,7 @@ export function pinCpus(enabled: boolean): Pinning {
     const server = String(cpus - 1);
     return {
       serverPrefix: ['taskset', '-c', server],
-      note: `load generator pinned to CPU 0, each server to CPU ${server} (PostgreSQL itself, when used, is not pinned)`,
+      note: `load generator (wrk) pinned to CPU 0, each server to CPU ${server} (PostgreSQL itself, when used, is not pinned)`,
     };
   } catch {
     return { serverPrefix: [], note: 'taskset unavailable: generator and servers share all CPUs' };

@@ -10,4 +10,5 @@ export const LAYERS = [
   '+ limits and shedding',
   '+ authentication (a bearer token)',
   '+ the store read (SQLite)',
+  '+ traces (OTLP to a receiver that discards)',
 ] as const;

@@ -1,26 +1,30 @@
-import autocannon, { type Request } from 'autocannon';
-import { cpuSeconds, machineBusySeconds } from './proc-stats.ts';
+import { join } from 'node:path';
+import { cpuSeconds, machineBusySeconds, treeCpuSeconds } from './proc-stats.ts';
+import { type RequestPlan, runWrk, type WrkResult } from './wrk.ts';
 
 export interface LoadOptions {
   url: string;
-  /** Each connection's own request list (so random lists differ between connections). */
-  requests: () => Request[];
-  /** Headers every request carries (a bearer token, say). */
-  headers?: Record<string, string>;
+  /** What to send (workloads.ts makes it). */
+  plan: RequestPlan;
+  /** wrk's path (wrk.ts finds it) and a folder for its plan file. */
+  wrk: string;
+  dir: string;
   connections: number;
-  /** Run but not measured, so connections, JIT and caches settle first. */
+  /** Run but not measured, so connections, JIT and caches settle first; its rate sets the window below. */
   warmupMs: number;
   durationMs: number;
-  /** A slow workload is measured longer, up to maxDurationMs, until it has this many responses. */
+  /** A slow workload is measured longer, up to maxDurationMs, to get this many responses. */
   minResponses: number;
   maxDurationMs: number;
-  /** The server's PID, to read its CPU time. */
+  /** The server's PID, to read its CPU time (with its threads and any processes under it). */
   pid: number;
   /** Processes doing the system's work besides the server (PostgreSQL's), read at each end of the window. */
   helperPids?: () => number[];
 }
 
 export interface LoadResult {
+  /** CPU time of the system (server and database processes) per answer in the window, in µs. */
+  cpuPerRequestUs: number | undefined;
   requestsPerSecond: number;
   p50Ms: number;
   p99Ms: number;
@@ -28,13 +32,13 @@ export interface LoadResult {
   responses: number;
   meanResponseBytes: number;
   windowMs: number;
-  /** Connection errors and timeouts over the whole run, warm-up included. */
+  /** Socket errors (connect, read, write) and timeouts, warm-up included. */
   errors: number;
   timeouts: number;
-  /** Responses other than 2xx over the whole run, warm-up included. */
+  /** Responses other than 2xx, warm-up included. */
   non2xx: number;
   statusCodes: Record<string, number>;
-  /** Cores used in the measured window by the server, its database processes, this process (the generator), and everything else. */
+  /** Cores used in the measured window by the server, its database processes, the generator (wrk), and everything else. */
   serverCpu: number | undefined;
   databaseCpu: number | undefined;
   generatorCpu: number;
@@ -44,15 +48,10 @@ export interface LoadResult {
 // A request not answered within this is counted as a timeout (an error).
 const REQUEST_TIMEOUT_S = 20;
 
-function percentile(sorted: Float64Array, p: number): number {
-  return sorted.length === 0 ? Number.NaN : (sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0);
-}
-
 interface Counters {
   at: number;
   server: number | undefined;
   helpers: Map<number, number>;
-  generator: NodeJS.CpuUsage;
   machine: number | undefined;
 }
 
@@ -62,13 +61,7 @@ function snapshot(pid: number, helperPids: () => number[]): Counters {
     const seconds = cpuSeconds(helper);
     if (seconds !== undefined) helpers.set(helper, seconds);
   }
-  return {
-    at: performance.now(),
-    server: cpuSeconds(pid),
-    helpers,
-    generator: process.cpuUsage(),
-    machine: machineBusySeconds(),
-  };
+  return { at: performance.now(), server: treeCpuSeconds(pid), helpers, machine: machineBusySeconds() };
 }
 
 /** CPU seconds the helpers used between two snapshots, over the processes seen in both. */
@@ -79,93 +72,71 @@ function helperSeconds(start: Counters, end: Counters): number | undefined {
   return total;
 }
 
-function summarise(latencies: number[], start: Counters, end: Counters) {
+function summarise(wrk: WrkResult, start: Counters, end: Counters) {
   const seconds = (end.at - start.at) / 1000;
-  const sorted = Float64Array.from(latencies).sort();
-  const generator =
-    (end.generator.user - start.generator.user + end.generator.system - start.generator.system) / 1e6 / seconds;
-  const server =
-    start.server === undefined || end.server === undefined ? undefined : (end.server - start.server) / seconds;
+  const server = start.server === undefined || end.server === undefined ? undefined : end.server - start.server;
+  const database = helperSeconds(start, end);
   const machine =
     start.machine === undefined || end.machine === undefined ? undefined : (end.machine - start.machine) / seconds;
-  const helpers = helperSeconds(start, end);
-  const database = helpers === undefined ? undefined : helpers / seconds;
+  const generator = wrk.cpuSeconds / seconds;
+  const share = (cpu: number | undefined) => (cpu === undefined ? undefined : cpu / seconds);
   return {
-    requestsPerSecond: latencies.length / seconds,
-    p50Ms: percentile(sorted, 0.5),
-    p99Ms: percentile(sorted, 0.99),
-    responses: latencies.length,
-    windowMs: end.at - start.at,
-    serverCpu: server,
-    databaseCpu: database,
+    cpuPerRequestUs:
+      server === undefined || wrk.requests === 0 ? undefined : ((server + (database ?? 0)) * 1e6) / wrk.requests,
+    requestsPerSecond: wrk.requests / (wrk.durationUs / 1e6),
+    p50Ms: wrk.requests === 0 ? Number.NaN : wrk.p50Us / 1000,
+    p99Ms: wrk.requests === 0 ? Number.NaN : wrk.p99Us / 1000,
+    responses: wrk.requests,
+    meanResponseBytes: wrk.requests === 0 ? 0 : wrk.bytes / wrk.requests,
+    windowMs: wrk.durationUs / 1000,
+    serverCpu: share(server),
+    databaseCpu: share(database),
     generatorCpu: generator,
-    otherCpu: machine === undefined ? undefined : Math.max(0, machine - generator - (server ?? 0) - (database ?? 0)),
+    otherCpu:
+      machine === undefined
+        ? undefined
+        : Math.max(0, machine - generator - (share(server) ?? 0) - (share(database) ?? 0)),
   };
 }
 
-/**
- * One autocannon run in this process. Latency is taken from each response's own timing in
- * fractions of a millisecond (autocannon's histogram keeps whole milliseconds only).
- */
-export function runLoad(options: LoadOptions): Promise<LoadResult> {
-  const latencies: number[] = [];
-  const statusCodes: Record<string, number> = {};
-  let errors = 0;
-  let timeouts = 0;
-  let non2xx = 0;
-  let windowBytes = 0;
-  let start: Counters | undefined;
-  let end: Counters | undefined;
-  const timers: NodeJS.Timeout[] = [];
-  const helperPids = options.helperPids ?? (() => []);
+const socketErrors = (wrk: WrkResult) => wrk.connectErrors + wrk.readErrors + wrk.writeErrors + wrk.timeouts;
 
-  return new Promise((resolve, reject) => {
-    const instance = autocannon(
-      {
-        url: options.url,
-        connections: options.connections,
-        ...(options.headers === undefined ? {} : { headers: options.headers }),
-        setupClient: (client) => client.setRequests(options.requests()),
-        // The run is stopped by the timers below; this is only a backstop.
-        duration: (options.warmupMs + options.maxDurationMs) / 1000 + 30,
-        timeout: REQUEST_TIMEOUT_S,
-      },
-      (error) => {
-        for (const timer of timers) clearTimeout(timer);
-        if (error !== null) return reject(error);
-        if (start === undefined || end === undefined) return reject(new Error('autocannon ended before the window'));
-        const meanResponseBytes = latencies.length === 0 ? 0 : windowBytes / latencies.length;
-        resolve({ ...summarise(latencies, start, end), meanResponseBytes, errors, timeouts, non2xx, statusCodes });
-      },
-    );
-    const finish = () => {
-      const elapsed = performance.now() - (start?.at ?? 0);
-      const wanted = latencies.length < options.minResponses && elapsed < options.maxDurationMs;
-      // With no answer at all there is nothing to report; wait for one, as long as a request may take.
-      if (wanted || (latencies.length === 0 && elapsed < REQUEST_TIMEOUT_S * 1000)) {
-        timers.push(setTimeout(finish, 50));
-        return;
-      }
-      end = snapshot(options.pid, helperPids);
-      instance.stop();
-    };
-    timers.push(
-      setTimeout(() => {
-        start = snapshot(options.pid, helperPids);
-        timers.push(setTimeout(finish, options.durationMs));
-      }, options.warmupMs),
-    );
-    instance.on('response', (_client, statusCode, bytes, responseTime) => {
-      statusCodes[statusCode] = (statusCodes[statusCode] ?? 0) + 1;
-      if (statusCode < 200 || statusCode > 299) non2xx += 1;
-      if (start !== undefined && end === undefined) {
-        latencies.push(responseTime);
-        windowBytes += bytes;
-      }
-    });
-    instance.on('reqError', (error: unknown) => {
-      errors += 1;
-      if (error instanceof Error && error.message === 'request timed out') timeouts += 1;
-    });
+/**
+ * A warm-up run of wrk, then the measured one, with the server's CPU read from /proc at each end.
+ * The measured window is `durationMs`, longer when the warm-up's rate says it would hold fewer than
+ * `minResponses` answers (up to `maxDurationMs`, or a request's timeout when the warm-up saw none).
+ */
+export async function runLoad(options: LoadOptions): Promise<LoadResult> {
+  const helperPids = options.helperPids ?? (() => []);
+  const wrkRun = (durationMs: number) => ({
+    wrk: options.wrk,
+    url: options.url,
+    plan: options.plan,
+    planFile: join(options.dir, 'wrk-plan.txt'),
+    connections: options.connections,
+    durationMs,
+    timeoutS: REQUEST_TIMEOUT_S,
   });
+  const warm = options.warmupMs > 0 ? await runWrk(wrkRun(options.warmupMs)) : undefined;
+  let durationMs = options.durationMs;
+  if (warm !== undefined) {
+    const rate = warm.requests / (warm.durationUs / 1e6);
+    const wanted =
+      rate === 0 ? Math.max(options.maxDurationMs, REQUEST_TIMEOUT_S * 1000) : (options.minResponses / rate) * 1200;
+    durationMs = Math.max(durationMs, Math.min(wanted, Math.max(options.maxDurationMs, durationMs)));
+  }
+  let start: Counters | undefined;
+  const measured = await runWrk(wrkRun(durationMs), () => (start = snapshot(options.pid, helperPids)));
+  const end = snapshot(options.pid, helperPids);
+  const statusCodes: Record<string, number> = {};
+  for (const run of [warm, measured])
+    for (const [status, count] of Object.entries(run?.statusCodes ?? {}))
+      statusCodes[status] = (statusCodes[status] ?? 0) + count;
+  return {
+    ...summarise(measured, start as Counters, end),
+    errors: socketErrors(measured) + (warm === undefined ? 0 : socketErrors(warm)),
+    timeouts: measured.timeouts + (warm?.timeouts ?? 0),
+    non2xx: measured.non2xx + (warm?.non2xx ?? 0),
+    statusCodes,
+  };
 }

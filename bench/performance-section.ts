@@ -1,8 +1,9 @@
-import { priceListTable, targetLines } from './report.ts';
+import { fsyncBound } from './fsync-latency.ts';
+import { micros, priceListTable, targetLines } from './report.ts';
 import type { BenchResults, RunRecord, StageRecord } from './results.ts';
 import type { SystemId } from './systems.ts';
 import { toMarkdown } from './table-format.ts';
-import { ceilingOf, findRun, peerOf } from './targets.ts';
+import { ceilingOf, cpuPerRequest, cpuRatio, findRun, peerOf } from './targets.ts';
 import { QUERY_WORKLOADS, WORKLOAD_LABELS, type WorkloadName } from './workloads.ts';
 
 const fmt = (n: number | undefined, digits = 0) =>
@@ -16,13 +17,42 @@ const COLUMNS: Array<{ system: SystemId; title: string }> = [
   { system: 'json-server', title: 'json-server 0.17.4' },
 ];
 
+/** CPU per request and rate, each with its ratio to the ceiling in brackets, and the p99 when asked. */
 function rate(results: BenchResults, system: SystemId, workload: WorkloadName, records: number, p99 = false): string {
   const run: RunRecord | undefined = findRun(results.runs, system, workload, records);
   if (run === undefined) return '';
   const ceiling = ceilingOf(results.runs, run);
-  const ratio =
-    ceiling === undefined || ceiling === run ? '' : ` (${x(run.requestsPerSecond / ceiling.requestsPerSecond)})`;
-  return `${fmt(run.requestsPerSecond)}/s${ratio}${p99 ? `, p99 ${fmt(run.p99Ms, 1)} ms` : ''}`;
+  const against = ceiling === undefined || ceiling === run ? undefined : ceiling;
+  const cpu = cpuPerRequest(run);
+  const cpuTimes = against === undefined ? undefined : cpuRatio(run, against);
+  const cpuText = cpu === undefined ? '' : `${micros(cpu)} µs${cpuTimes === undefined ? '' : ` (${x(cpuTimes)})`}, `;
+  const ratio = against === undefined ? '' : ` (${x(run.requestsPerSecond / against.requestsPerSecond)})`;
+  return `${cpuText}${fmt(run.requestsPerSecond)}/s${ratio}${p99 ? `, p99 ${fmt(run.p99Ms, 1)} ms` : ''}`;
+}
+
+/** Creates at 10 and 64 connections as a share of what the disk allows (one fsync per batch). */
+function durableLine(results: BenchResults): string {
+  const disk = results.fsync;
+  if (disk === undefined) return '';
+  const share = (system: SystemId, workload: WorkloadName, connections: number) => {
+    const run = findRun(results.runs, system, workload, 1_000);
+    return run === undefined
+      ? undefined
+      : `${fmt(run.requestsPerSecond)}/s (${x(run.requestsPerSecond / fsyncBound(disk, connections))})`;
+  };
+  const parts = (
+    [
+      ['SQLite', 'sqlite'],
+      ['PostgreSQL', 'postgres'],
+    ] as const
+  ).flatMap(([name, system]) => {
+    const at10 = share(system, 'create', 10);
+    const at64 = share(system, 'create-64', 64);
+    return at10 === undefined
+      ? []
+      : [`${name} ${at10} at 10 connections${at64 === undefined ? '' : `, ${at64} at 64`}`];
+  });
+  return `Durable writes: this disk's write + fdatasync takes ${fmt(disk.medianMs, 2)} ms (median; p99 ${fmt(disk.p99Ms, 2)} ms), so with one commit per batch at most ${fmt(fsyncBound(disk, 10))} creates/s at 10 connections and ${fmt(fsyncBound(disk, 64))}/s at 64; creates, as a share of that bound: ${parts.join('; ') || 'not measured'}.`;
 }
 
 function stageOf(results: BenchResults, system: SystemId, records: number): StageRecord | undefined {
@@ -114,6 +144,7 @@ export function performanceSection(results: BenchResults): string {
   const m = results.meta;
   const rows: Array<[string, (system: SystemId) => string]> = [
     ['create, 1k records, every answer fsync’d', (s) => rate(results, s, 'create', 1_000, true)],
+    ['create at 64 connections, 1k records', (s) => rate(results, s, 'create-64', 1_000, true)],
     ['read one, 1k records', (s) => rate(results, s, 'read', 1_000)],
     ['90/10 read/write, 1k records', (s) => rate(results, s, 'mix', 1_000)],
     ['list all at 100k records (× ceiling B)', (s) => rate(results, s, 'list', 100_000)],
@@ -148,7 +179,9 @@ export function performanceSection(results: BenchResults): string {
   const table = {
     header: ['', ...columns.map((column) => column.title)],
     right: [false, ...columns.map(() => true)],
-    rows: rows.map(([label, cell]) => [label, ...columns.map((column) => cell(column.system))]),
+    rows: rows
+      .map(([label, cell]) => [label, ...columns.map((column) => cell(column.system))])
+      .filter((cells) => cells.slice(1).some((cell) => cell !== '')),
   };
   const queryColumns = (['sqlite', 'postgres'] as const)
     .filter((system) => results.runs.some((run) => run.system === system))
@@ -165,7 +198,10 @@ export function performanceSection(results: BenchResults): string {
       WORKLOAD_LABELS[workload],
       ...queryColumns.map(({ system, records }) => {
         const run = findRun(results.runs, system, workload, records);
-        return run === undefined ? '' : `${fmt(run.requestsPerSecond)}/s, p99 ${fmt(run.p99Ms, 1)} ms`;
+        const cpu = run === undefined ? undefined : cpuPerRequest(run);
+        return run === undefined
+          ? ''
+          : `${cpu === undefined ? '' : `${micros(cpu)} µs, `}${fmt(run.requestsPerSecond)}/s, p99 ${fmt(run.p99Ms, 1)} ms`;
       }),
     ]),
   };
@@ -174,20 +210,27 @@ export function performanceSection(results: BenchResults): string {
   const ceilingHealthz = findRun(results.runs, 'ceiling-a', 'healthz', 1_000);
   const passed = results.targets.filter((target) => target.pass === true).length;
   return [
-    `Last full run: commit \`${m.commit.slice(0, 12)}\`${m.clean ? '' : ' (with uncommitted changes)'}, ${m.date.slice(0, 10)}, Node ${m.node}, ${m.cpus} cores; the service as \`npm start\` runs it, with its defaults (access log at \`info\` to a file) and \`RATE_LIMIT=off\`. Ratios in brackets are to ceiling A (a bare Fastify route), or ceiling B for listings, measured in the same run${ceilingA === undefined ? '' : ` (ceiling A: ${fmt(ceilingA.requestsPerSecond)} reads/s)`}.`,
+    `Last full run: commit \`${m.commit.slice(0, 12)}\`${m.clean ? '' : ' (with uncommitted changes)'}, ${m.date.slice(0, 10)}, Node ${m.node}, ${m.cpus} cores, load from ${m.generator ?? 'autocannon'}${m.dataset === undefined ? '' : ` on ${m.dataset} records`}; the service as \`npm start\` runs it, with its defaults (access log at \`info\` to a file) and \`RATE_LIMIT=off\`. Each cell: CPU time per request (server and database), then requests/s; the ratios in brackets are to ceiling A (a bare Fastify route), or ceiling B for listings, measured in the same run: its CPU per request over this one's, this rate over its rate${ceilingA === undefined ? '' : ` (ceiling A: ${micros(cpuPerRequest(ceilingA))} µs, ${fmt(ceilingA.requestsPerSecond)} reads/s)`}.`,
     '',
     toMarkdown(table),
     '',
     healthz === undefined || ceilingHealthz === undefined
       ? ''
-      : `\`GET /healthz\`: ${fmt(healthz.requestsPerSecond)}/s (${x(healthz.requestsPerSecond / ceilingHealthz.requestsPerSecond)} ceiling A).`,
+      : `\`GET /healthz\`: ${rate(results, 'sqlite', 'healthz', 1_000)} against ceiling A.`,
     '',
+    ...(durableLine(results) === '' ? [] : [durableLine(results), '']),
+    ...(results.cli === undefined
+      ? []
+      : [
+          `The command line as a user runs it (\`node bin/user-records.mjs\`, from the packed layout): \`--version\` ${fmt(results.cli.versionMs)} ms, \`--help\` ${fmt(results.cli.helpMs)} ms, against ${fmt(results.cli.nodeMs)} ms for \`node -e 0\`.`,
+          '',
+        ]),
     ...(directusTable(results) === '' ? [] : [directusTable(results)]),
-    'The queries of `GET /users` (10 connections; the count of one city at 1):',
+    'The queries of `GET /users` (10 connections; the count of one city at 1), as CPU per request, requests/s and p99:',
     '',
     toMarkdown(queries),
     '',
-    'The price list: reading one record with the layers of the request path added one at a time (`bench/layered-server.ts`), as requests/s and server CPU per request:',
+    'The price list: reading one record with the layers of the request path added one at a time (`bench/layered-server.ts`), as server CPU per request and requests/s:',
     '',
     toMarkdown(priceListTable(results)),
     '',

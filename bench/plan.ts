@@ -7,6 +7,8 @@ export interface StageStep {
   workloads: WorkloadName[];
   /** One `GET /users` read to the end, timed, with the server's peak memory. */
   fullListing?: boolean;
+  /** Bytes and server CPU of `GET /users` and `GET /users/1` as identity, gzip and br (compression.ts). */
+  compression?: boolean;
 }
 
 export interface Stage {
@@ -29,8 +31,8 @@ const SERVICE: SystemId[] = ['sqlite', 'postgres'];
 /** The queries of GET /users, at 1k and at 1M records, where the targets compare them. */
 const QUERIES: WorkloadName[] = [...QUERY_WORKLOADS, 'count-city'];
 
-const forService = (workloads: WorkloadName[], fullListing = false): StageStep[] =>
-  SERVICE.map((system) => ({ system, workloads, fullListing }));
+const forService = (workloads: WorkloadName[], fullListing = false, compression = false): StageStep[] =>
+  SERVICE.map((system) => ({ system, workloads, fullListing, compression: compression && system === 'sqlite' }));
 
 /** The price list: the service with its layers added one at a time, each reading one record. */
 const PRICE_LIST: StageStep[] = Array.from({ length: LAYER_COUNT }, (_, i) => ({
@@ -51,8 +53,12 @@ const FULL: Stage[] = [
       { system: 'ceiling-b', workloads: ['list'] },
       { system: 'naive', workloads: EVERYTHING },
       { system: 'json-server', workloads: EVERYTHING },
-      { system: 'sqlite', workloads: ['list', 'page', 'read', ...QUERIES, 'mix', 'create', 'healthz'] },
-      { system: 'postgres', workloads: ['list', 'page', 'read', ...QUERIES, 'mix', 'create'] },
+      {
+        system: 'sqlite',
+        workloads: ['list', 'page', 'read', ...QUERIES, 'mix', 'create', 'create-64', 'healthz'],
+        compression: true,
+      },
+      { system: 'postgres', workloads: ['list', 'page', 'read', ...QUERIES, 'mix', 'create', 'create-64'] },
       { system: 'sqlite-tokens', workloads: ['read', 'mix', 'create'] },
       ...PRICE_LIST,
     ],
@@ -72,7 +78,7 @@ const FULL: Stage[] = [
       { system: 'ceiling-b', workloads: ['list'] },
       { system: 'naive', workloads: ['list', 'read', 'create'] },
       { system: 'json-server', workloads: ['list', 'read'] },
-      ...forService(['list', 'read', 'create']),
+      ...forService(['list', 'read', 'create'], false, true),
     ],
   },
   {
@@ -92,8 +98,12 @@ const QUICK: Stage[] = [
     steps: [
       { system: 'ceiling-a', workloads: ['read', 'mix', 'create', 'healthz'] },
       { system: 'naive', workloads: ['create'] },
-      { system: 'sqlite', workloads: ['page', 'read', ...QUERIES, 'mix', 'create', 'healthz'] },
-      { system: 'postgres', workloads: ['page', 'read', ...QUERIES, 'mix', 'create'] },
+      {
+        system: 'sqlite',
+        workloads: ['page', 'read', ...QUERIES, 'mix', 'create', 'create-64', 'healthz'],
+        compression: true,
+      },
+      { system: 'postgres', workloads: ['page', 'read', ...QUERIES, 'mix', 'create', 'create-64'] },
       { system: 'sqlite-tokens', workloads: ['read', 'create'] },
       ...PRICE_LIST,
     ],
@@ -104,7 +114,7 @@ const QUICK: Stage[] = [
   },
   {
     records: 100_000,
-    steps: [{ system: 'ceiling-b', workloads: ['list'] }, ...forService(['list'])],
+    steps: [{ system: 'ceiling-b', workloads: ['list'] }, ...forService(['list'], false, true)],
   },
   { records: 1_000_000, steps: forService(['read', ...QUERIES, 'create'], true) },
 ];
@@ -132,15 +142,17 @@ function peerSteps(peers: PeerId[], quick: boolean): Map<number, StageStep[]> {
 }
 
 /**
- * The stages of a run: the quick or the full plan, the peers' steps added, and, when `only` or
- * `workloads` is given, only those systems and workloads (a narrowed run, never the figures' record;
- * a 1M stage keeps its start-up, memory and full listing whatever the workloads).
+ * The stages of a run: the quick or the full plan, the peers' steps added, and, when `only`,
+ * `workloads` or `records` is given, only those systems, workloads and record counts (a narrowed
+ * run, never the figures' record; a 1M stage keeps its start-up, memory and full listing whatever
+ * the workloads). Ceiling A runs at 1k whatever the record count, as the ratios need it.
  */
 export function plan(
   quick: boolean,
   peers: PeerId[] = [],
   only?: readonly SystemId[],
   workloads?: readonly WorkloadName[],
+  records?: number,
 ): { stages: Stage[]; timing: Timing } {
   const extra = peerSteps(peers, quick);
   const stages = (quick ? QUICK : FULL)
@@ -154,6 +166,12 @@ export function plan(
           workloads: step.workloads.filter((name) => workloads === undefined || workloads.includes(name)),
         }))
         .filter((step) => step.workloads.length > 0 || step.fullListing === true),
+    }))
+    .map((stage) => ({
+      ...stage,
+      steps: stage.steps.filter(
+        (step) => records === undefined || stage.records === records || step.system === 'ceiling-a',
+      ),
     }))
     .filter((stage) => stage.steps.length > 0);
   return { stages, timing: timing(quick) };

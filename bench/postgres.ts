@@ -2,7 +2,8 @@ import pg from 'pg';
 import { openPostgresStore } from '../src/store/postgres/store.ts';
 import { findPostgresBin, type PostgresCluster, startPostgresCluster } from '../test/helpers/pg-cluster.ts';
 import { findProcess, withChildren } from './proc-stats.ts';
-import { CITIES } from './seed-data.ts';
+import { fold } from '../src/store/store.ts';
+import { seedBatches } from './seed-data.ts';
 
 export type { PostgresCluster };
 
@@ -23,26 +24,38 @@ export async function startPostgres(): Promise<PostgresCluster | string> {
 }
 
 /**
- * Replaces every record with `count` seeded ones, generated inside PostgreSQL; record i was created
- * i ms after record 1, as in the SQLite seeding. The seeded text is ASCII, so lower() folds it as
- * the service does.
+ * Replaces every record with `count` seeded ones (seed-data.ts), sent in batches; record i was
+ * created i ms after record 1, as in the SQLite seeding. The folded columns are the service's own
+ * fold(), as for every write it makes.
  */
 export async function seedPostgres(url: string, count: number): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     await client.query('TRUNCATE users RESTART IDENTITY');
-    // Same records as seedRecord(i): CITIES[i % n] is the 1-based array element 1 + i % n.
-    await client.query(
-      `INSERT INTO users (name, age, city, name_folded, city_folded, created_at, updated_at)
-       SELECT name, age, city, lower(name), lower(city), at, at
-       FROM (
-         SELECT 'user' || i AS name, i % 151 AS age, ($2::text[])[1 + i % cardinality($2::text[])] AS city,
-           date_trunc('milliseconds', now()) - ($1::int - i) * interval '1 millisecond' AS at
-         FROM generate_series(1, $1::int) AS i
-       ) AS seeded`,
-      [count, [...CITIES]],
-    );
+    await client.query('BEGIN');
+    for (const { first, records } of seedBatches(count)) {
+      await client.query(
+        `INSERT INTO users (name, age, city, name_folded, city_folded, created_at, updated_at)
+         SELECT name, age, city, name_folded, city_folded, at, at
+         FROM (
+           SELECT seeded.*, date_trunc('milliseconds', now()) - ($1::int - i) * interval '1 millisecond' AS at
+           FROM unnest($2::int[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[])
+             AS seeded (i, name, age, city, name_folded, city_folded)
+         ) AS timed
+         ORDER BY i`,
+        [
+          count,
+          records.map((_, k) => first + k),
+          records.map((record) => record.name),
+          records.map((record) => Number(record.age)),
+          records.map((record) => record.city),
+          records.map((record) => fold(record.name)),
+          records.map((record) => fold(record.city)),
+        ],
+      );
+    }
+    await client.query('COMMIT');
     // Count the seeding as one write transaction, as the service does for its own.
     await client.query('UPDATE store_version SET version = version + 1');
     // As autovacuum would after a bulk load: statistics, and a visibility map for index-only scans.

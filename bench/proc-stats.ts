@@ -99,3 +99,41 @@ export function withChildren(pid: number): number[] {
   });
   return [pid, ...children];
 }
+
+/** A process's CPU seconds with its reaped children's (cutime, cstime), or undefined when it is gone. */
+function ownAndReapedSeconds(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CPU seconds of a process and every process under it, each with all its threads and the children
+ * it has reaped: what a server costs, whether it runs threads, workers or helper processes.
+ */
+export function treeCpuSeconds(pid: number): number | undefined {
+  const parents = new Map<number, number[]>();
+  for (const child of allPids()) {
+    try {
+      const stat = readFileSync(`/proc/${child}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parents.set(parent, [...(parents.get(parent) ?? []), child]);
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  const own = ownAndReapedSeconds(pid);
+  if (own === undefined) return undefined;
+  let total = own;
+  const queue = [...(parents.get(pid) ?? [])];
+  while (queue.length > 0) {
+    const next = queue.shift() as number;
+    total += ownAndReapedSeconds(next) ?? 0;
+    queue.push(...(parents.get(next) ?? []));
+  }
+  return total;
+}

@@ -10,7 +10,8 @@ import { waitIdle } from './proc-stats.ts';
 import { type TimeShare, summariseProfile } from './profile-summary.ts';
 import { seedSqlite } from './seed-files.ts';
 import { storeCounters } from './store-counters.ts';
-import { type WorkloadName, workloadRequests } from './workloads.ts';
+import { type WorkloadName, workloadPlan } from './workloads.ts';
+import { wrkOrExit } from './wrk.ts';
 
 // Profiles the service, run from source, under the create, list-100k and read-one workloads:
 // node --import tsx bench/profile.ts [--store sqlite|postgres] [--seconds 8] [--out /tmp/prof] [--top 25]
@@ -34,6 +35,7 @@ const print = (text: string) => process.stdout.write(text);
 const line = (entry: TimeShare, width: number) =>
   `  ${(entry.share * 100).toFixed(1).padStart(5)}%  ${entry.name.padEnd(width)} ${entry.where}\n`;
 
+const wrk = wrkOrExit('profile', (text) => print(`${text}\n`));
 const workDir = mkdtempSync(join(tmpdir(), 'user-records-profile-'));
 let cluster: PostgresCluster | undefined;
 process.once('exit', () => {
@@ -83,7 +85,9 @@ async function profileCase(workload: WorkloadName, records: number, serverPrefix
   const before = await storeCounters(databaseUrl);
   const result = await runLoad({
     url: server.url,
-    requests: () => workloadRequests(workload, records, 'query'),
+    plan: workloadPlan(workload, records, 'query'),
+    wrk,
+    dir: workDir,
     connections: 10,
     warmupMs: 500,
     durationMs: seconds * 1000,

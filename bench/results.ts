@@ -1,5 +1,9 @@
+import type { CliStart } from './cli-start.ts';
+import type { FsyncLatency } from './fsync-latency.ts';
+import type { CompressionRow } from './compression.ts';
 import type { FullListing } from './full-listing.ts';
 import type { LoadResult } from './load.ts';
+import type { Dataset } from './seed-data.ts';
 import type { SystemId } from './systems.ts';
 import type { WorkloadName } from './workloads.ts';
 
@@ -23,6 +27,8 @@ export interface StageRecord {
   /** Untimed load run after the start, before any measured workload (SystemSpec.serverWarmupMs). */
   serverWarmupMs?: number;
   fullListing?: FullListing & { expectedBytes?: number };
+  /** What compression costs and saves (StageStep.compression). */
+  compression?: CompressionRow[];
   /** Sanity checks of the answers; a failed one is printed with the results. */
   problems: string[];
 }
@@ -31,7 +37,7 @@ export interface TargetResult {
   id: string;
   system: SystemId;
   /** Where the target applies: a workload, or what is measured outside the load runs, at a record count. */
-  measure: WorkloadName | 'at rest' | 'full listing';
+  measure: WorkloadName | 'at rest' | 'full listing' | 'command line';
   records: number;
   description: string;
   /** The measured ratio or value, formatted. */
@@ -51,6 +57,10 @@ export interface BenchResults {
     only?: string[];
     /** The workloads of a narrowed run (`--workloads`). */
     workloads?: string[];
+    /** The seeded records: realistic (faker, many locales) or synthetic (`user<N>`, the worst case for search). */
+    dataset?: Dataset;
+    /** The load generator, e.g. `wrk 4.1.0, 1 thread`. */
+    generator?: string;
     node: string;
     cpus: number;
     pinning: string;
@@ -65,6 +75,10 @@ export interface BenchResults {
   };
   runs: RunRecord[];
   stages: StageRecord[];
+  /** This disk's write + fdatasync latency, measured in the run (the bound of durable creates). */
+  fsync?: FsyncLatency;
+  /** The command line's start, beside Node's own. */
+  cli?: CliStart;
   skipped: string[];
   targets: TargetResult[];
 }

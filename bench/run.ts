@@ -4,6 +4,8 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { killStarted } from './child-server.ts';
+import { type CliStart, measureCliStart } from './cli-start.ts';
+import { measureFsync } from './fsync-latency.ts';
 import { pinCpus } from './cpu-pinning.ts';
 import { printable, writeResults } from './output.ts';
 import { type PeerChoice, peerSystems, preparePeers } from './peers.ts';
@@ -12,18 +14,24 @@ import { writeDocBlocks } from '../scripts/doc-blocks.ts';
 import { plan } from './plan.ts';
 import { type PostgresCluster, startPostgres } from './postgres.ts';
 import type { BenchResults, RunRecord, StageRecord } from './results.ts';
+import { dataset, shareSeedData, useSynthetic } from './seed-data.ts';
 import { runStage } from './stage.ts';
 import { buildService } from './service-build.ts';
 import { type PeerId, type SystemId, systems } from './systems.ts';
 import { evaluateTargets, short } from './targets.ts';
 import type { WorkloadName } from './workloads.ts';
+import { wrkOrExit } from './wrk.ts';
 
-// npm run bench [-- --quick] [-- --no-pin] [-- --peers directus|none] [-- --only a,b] [-- --workloads x,y] [-- --name NAME]:
-// starts every system in turn on 127.0.0.1, loads it with autocannon from this process, prints one
-// table with ratios and PASS/FAIL per target, and writes bench/results/latest.json, latest.md and
+// npm run bench [-- --quick] [-- --no-pin] [-- --peers directus|none] [-- --only a,b] [-- --workloads x,y]
+//   [-- --records N] [-- --synthetic] [-- --name NAME]:
+// measures the disk's fsync latency and the command line's start, then starts every system in turn
+// on 127.0.0.1, loads it with wrk (on its own core), prints one table with CPU per request, rates,
+// ratios and PASS/FAIL per target, and writes bench/results/latest.json, latest.md and
 // throughput.svg. `--peers directus` adds Directus (installed on first use into bench/peers/directus);
 // without --peers it joins when already installed. `--only` runs only the named systems (ids as in
-// systems.ts), `--workloads` only the named workloads (names as in workloads.ts); either writes
+// systems.ts, and `cli` for the command line's start), `--workloads` only the named workloads (names
+// as in workloads.ts), `--records` only one record count (ceiling A still runs, at 1k);
+// `--synthetic` seeds `user<N>` records in place of realistic ones. Any of these writes
 // bench/results/<NAME>.* (default `partial`), never latest.* or the docs' figures.
 // Temp data lives in a mkdtemp dir, removed at the end.
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -36,18 +44,30 @@ const { values: flags } = parseArgs({
     peers: { type: 'string' },
     only: { type: 'string' },
     workloads: { type: 'string' },
+    records: { type: 'string' },
+    synthetic: { type: 'boolean', default: false },
     name: { type: 'string' },
   },
 });
+const fail = (message: string): never => {
+  process.stderr.write(`bench: ${message}\n`);
+  process.exit(2);
+};
 const quick = flags.quick === true;
 const peerChoice: PeerChoice = flags.peers === undefined ? 'installed' : flags.peers === 'none' ? 'none' : 'directus';
 if (flags.peers !== undefined && !['directus', 'none'].includes(flags.peers)) {
-  process.stderr.write(`bench: --peers takes directus or none, got ${JSON.stringify(flags.peers)}\n`);
-  process.exit(2);
+  fail(`--peers takes directus or none, got ${JSON.stringify(flags.peers)}`);
+}
+const RECORD_COUNTS: Record<string, number> = { '1k': 1_000, '10k': 10_000, '100k': 100_000, '1m': 1_000_000 };
+const records =
+  flags.records === undefined ? undefined : (RECORD_COUNTS[flags.records.toLowerCase()] ?? Number(flags.records));
+if (records !== undefined && !Object.values(RECORD_COUNTS).includes(records)) {
+  fail(`--records takes 1k, 10k, 100k or 1M (or 1000 ... 1000000), got ${JSON.stringify(flags.records)}`);
 }
 const only = flags.only?.split(',').map((id) => id.trim()) as SystemId[] | undefined;
 const workloads = flags.workloads?.split(',').map((name) => name.trim()) as WorkloadName[] | undefined;
-const narrowed = only !== undefined || workloads !== undefined;
+const narrowed = only !== undefined || workloads !== undefined || records !== undefined || flags.synthetic === true;
+const wrk = wrkOrExit('bench', (line) => process.stdout.write(`${line}\n`));
 const outputName = narrowed ? (flags.name ?? 'partial') : quick ? 'quick' : 'latest';
 // Far above a normal run (about 4 min quick, 9 to 10 min full, on 2 cores): only a hung system, or
 // a machine busy with much else, can reach it.
@@ -55,6 +75,9 @@ const outputName = narrowed ? (flags.name ?? 'partial') : quick ? 'quick' : 'lat
 const DEADLINE_MS = (quick ? 20 : 40) * 60_000 + (peerChoice === 'none' ? 0 : 20 * 60_000);
 
 const workDir = mkdtempSync(join(tmpdir(), 'user-records-bench-'));
+// The children (the baselines) read the seeded data from a file rather than make it again.
+if (flags.synthetic === true) useSynthetic();
+else shareSeedData(join(workDir, 'seed-data.json'));
 let cluster: PostgresCluster | undefined;
 const cleanUp = () => {
   killStarted();
@@ -84,6 +107,18 @@ async function postgresUrl(skipped: string[]): Promise<string | undefined> {
   return started.url;
 }
 
+/** `wrk 4.1.0` (its -v prints it, with a usage text, and exits 1). */
+function wrkVersion(file: string): string {
+  try {
+    execFileSync(file, ['-v'], { encoding: 'utf8', stdio: 'pipe' });
+  } catch (error) {
+    const out = String((error as { stdout?: string }).stdout ?? '');
+    const version = /wrk (?:debian\/)?(\d[\w.]*)/.exec(out)?.[1];
+    if (version !== undefined) return `wrk ${version}`;
+  }
+  return 'wrk';
+}
+
 /** The commit the bench measures and whether the tree is clean; figures of a dirty tree say so. */
 function gitState(): { commit: string; clean: boolean } {
   const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
@@ -110,6 +145,24 @@ async function main(): Promise<void> {
   for (const line of skipped) log(`skipped: ${line}`);
   const pinning = pinCpus(flags['no-pin'] !== true);
   log(pinning.note);
+  log(
+    `seeded records: ${dataset()}${dataset() === 'synthetic' ? ' (user<N>, the worst case for search)' : ' (faker, many locales)'}`,
+  );
+  const fsync = measureFsync(workDir);
+  log(
+    `disk: write + fdatasync of 4 KiB in ${workDir}: median ${fsync.medianMs.toFixed(2)} ms, p99 ${fsync.p99Ms.toFixed(2)} ms (${fsync.samples} writes)`,
+  );
+  let cli: CliStart | undefined;
+  if (only === undefined || only.includes('cli' as SystemId)) {
+    try {
+      cli = measureCliStart(ROOT, workDir, pinning.serverPrefix);
+      log(
+        `command line: node -e 0 ${cli.nodeMs.toFixed(0)} ms, user-records --version ${cli.versionMs.toFixed(0)} ms, --help ${cli.helpMs.toFixed(0)} ms (medians of ${cli.runs})`,
+      );
+    } catch (error) {
+      skipped.push(`the command line's start: ${(error as Error).message}`);
+    }
+  }
   const peerSpecs = peerSystems(peers, ROOT, pgUrl);
   const specs = [...systems(ROOT, service, pgUrl), ...peerSpecs];
   const { stages, timing } = plan(
@@ -117,6 +170,7 @@ async function main(): Promise<void> {
     peerSpecs.map((spec) => spec.id as PeerId),
     only,
     workloads,
+    records,
   );
   const runs: RunRecord[] = [];
   const stageRecords: StageRecord[] = [];
@@ -126,7 +180,7 @@ async function main(): Promise<void> {
       if (spec === undefined) continue;
       log(`[${short(stage.records)}] ${spec.label}`);
       try {
-        const done = await runStage({ workDir, pinning, timing, log }, spec, stage.records, step);
+        const done = await runStage({ workDir, pinning, timing, wrk, log }, spec, stage.records, step);
         runs.push(...done.runs);
         stageRecords.push(done.stage);
         for (const problem of done.stage.problems) log(`  PROBLEM: ${problem}`);
@@ -145,6 +199,8 @@ async function main(): Promise<void> {
       mode: quick ? 'quick' : 'full',
       ...(only === undefined ? {} : { only }),
       ...(workloads === undefined ? {} : { workloads }),
+      dataset: dataset(),
+      generator: `${wrkVersion(wrk)}, 1 thread`,
       node: process.version,
       cpus: cpus().length, // the machine's, not this pinned process's
       pinning: pinning.note,
@@ -155,8 +211,10 @@ async function main(): Promise<void> {
     },
     runs,
     stages: stageRecords,
+    fsync,
+    ...(cli === undefined ? {} : { cli }),
     skipped,
-    targets: evaluateTargets(runs, stageRecords),
+    targets: evaluateTargets(runs, stageRecords, { fsync, cli, dataset: dataset() }),
   };
   // Only a full run of every system is the record: it rewrites the results, then the figures of
   // docs/performance.md and the README, which are made from bench/results/latest.json.

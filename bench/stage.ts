@@ -3,6 +3,7 @@ import { get } from 'node:http';
 import { join } from 'node:path';
 import type { Pinning } from './cpu-pinning.ts';
 import { freePort, startChild } from './child-server.ts';
+import { compressionLine, measureCompression } from './compression.ts';
 import { fullListing } from './full-listing.ts';
 import { type LoadResult, runLoad } from './load.ts';
 import type { StageStep, Timing } from './plan.ts';
@@ -10,12 +11,14 @@ import { statusMB, waitIdle } from './proc-stats.ts';
 import type { RunRecord, StageRecord } from './results.ts';
 import { listingBody, listingLength } from './seed-data.ts';
 import type { SystemSpec } from './systems.ts';
-import { WORKLOAD_CONNECTIONS, type WorkloadName, workloadRequests } from './workloads.ts';
+import { WORKLOAD_CONNECTIONS, type WorkloadName, withHeaders, workloadPlan } from './workloads.ts';
 
 export interface StageContext {
   workDir: string;
   pinning: Pinning;
   timing: Timing;
+  /** wrk's path (bench/wrk.ts). */
+  wrk: string;
   log(line: string): void;
 }
 
@@ -62,8 +65,8 @@ export async function runStage(
   const port = await freePort();
   const launch = await spec.prepare(records, dir, port);
   const server = await startChild(launch, port, context.pinning.serverPrefix, spec.startTimeoutMs);
-  const requests = (workload: WorkloadName) =>
-    spec.requests?.(workload, records) ?? workloadRequests(workload, records, spec.createStyle);
+  const plan = (workload: WorkloadName) =>
+    withHeaders(spec.requests?.(workload, records) ?? workloadPlan(workload, records, spec.createStyle), spec.headers);
   const listPath = spec.listPath ?? '/users';
   try {
     stage.startupMs = server.startupMs;
@@ -88,12 +91,17 @@ export async function runStage(
           `${fmt(listing.bytes / 1e6, 1)} MB, peak RSS ${fmt(listing.peakRssMB ?? Number.NaN)} MB`,
       );
     }
+    if (step.compression === true) {
+      stage.compression = await measureCompression(server.url, server.pid, records);
+      for (const row of stage.compression) context.log(`  ${compressionLine(row)}`);
+    }
     if (spec.serverWarmupMs !== undefined && step.workloads.length > 0) {
       stage.serverWarmupMs = spec.serverWarmupMs;
       const warm = await runLoad({
         url: server.url,
-        requests: () => requests('read'),
-        headers: spec.headers,
+        plan: plan('read'),
+        wrk: context.wrk,
+        dir,
         ...context.timing,
         warmupMs: 0,
         durationMs: spec.serverWarmupMs,
@@ -112,8 +120,9 @@ export async function runStage(
       const result = await measure(() =>
         runLoad({
           url: server.url,
-          requests: () => requests(workload),
-          headers: spec.headers,
+          plan: plan(workload),
+          wrk: context.wrk,
+          dir,
           ...context.timing,
           connections: WORKLOAD_CONNECTIONS[workload] ?? context.timing.connections,
           pid: server.pid,
@@ -122,7 +131,8 @@ export async function runStage(
       );
       runs.push({ system: spec.id, records, workload, ...result });
       context.log(
-        `  ${workload.padEnd(6)} ${fmt(result.requestsPerSecond).padStart(7)} req/s  p50 ${fmt(result.p50Ms, 2)} ms  ` +
+        `  ${workload.padEnd(9)} ${fmt(result.cpuPerRequestUs ?? Number.NaN, 1).padStart(7)} µs/req  ` +
+          `${fmt(result.requestsPerSecond).padStart(7)} req/s  p50 ${fmt(result.p50Ms, 2)} ms  ` +
           `p99 ${fmt(result.p99Ms, 2)} ms  errors ${result.errors}  non-2xx ${result.non2xx}`,
       );
     }

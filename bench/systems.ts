@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { Request } from 'autocannon';
 import type { Launch } from './child-server.ts';
 import { LAYERS } from './layers.ts';
 import { postgresPids, seedPostgres } from './postgres.ts';
 import { seedJsonServer, seedSqlite } from './seed-files.ts';
 import type { ServiceEntry } from './service-build.ts';
 import type { CreateStyle, WorkloadName } from './workloads.ts';
+import type { RequestPlan } from './wrk.ts';
 
-export type LayerId = 'layer-1' | 'layer-2' | 'layer-3' | 'layer-4' | 'layer-5' | 'layer-6' | 'layer-7';
+export type LayerId = `layer-${1 | 2 | 3 | 4 | 5 | 6 | 7 | 8}`;
 /** The products measured beside the service (bench/peers/), each on SQLite and on PostgreSQL. */
 export type PeerId = 'directus-sqlite' | 'directus-postgres';
 export type SystemId =
@@ -22,8 +22,8 @@ export interface SystemSpec {
   contractListing: boolean;
   /** The path that lists every record, `/users` unless the system has its own (a peer's API). */
   listPath?: string;
-  /** A peer's own requests for a workload, in place of the contract's (workloadRequests). */
-  requests?(workload: WorkloadName, records: number): Request[];
+  /** A peer's own requests for a workload, in place of the contract's (workloadPlan). */
+  requests?(workload: WorkloadName, records: number): RequestPlan;
   /** How long a start may take before it counts as failed (60 s unless said). */
   startTimeoutMs?: number;
   /**

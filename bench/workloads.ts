@@ -1,5 +1,5 @@
-import type { Request } from 'autocannon';
-import { CITIES } from './seed-data.ts';
+import { AGES, dataset, seedCities, seedRecord } from './seed-data.ts';
+import type { RequestPlan } from './wrk.ts';
 
 /** Pages of 50 sorted by each field (descending where that is the costlier walk), and the other queries. */
 const SORTS = {
@@ -18,10 +18,12 @@ export const QUERY_WORKLOADS = [
 ] as const;
 export type QueryWorkload = (typeof QUERY_WORKLOADS)[number];
 
-export type WorkloadName = 'create' | 'list' | 'page' | 'read' | 'mix' | 'healthz' | QueryWorkload | 'count-city';
+export type WorkloadName =
+  'create' | 'create-64' | 'list' | 'page' | 'read' | 'mix' | 'healthz' | QueryWorkload | 'count-city';
 
 export const WORKLOAD_LABELS: Record<WorkloadName, string> = {
   create: 'create',
+  'create-64': 'create, 64 connections',
   list: 'list all',
   page: 'page of 100',
   read: 'read one',
@@ -38,89 +40,102 @@ export const WORKLOAD_LABELS: Record<WorkloadName, string> = {
 };
 
 /** Workloads measured at another number of connections than the run's. */
-export const WORKLOAD_CONNECTIONS: Partial<Record<WorkloadName, number>> = { 'count-city': 1 };
+export const WORKLOAD_CONNECTIONS: Partial<Record<WorkloadName, number>> = { 'count-city': 1, 'create-64': 64 };
 
 const COUNT = { prefer: 'count=exact' };
 
 /** How a system takes a create: the contract's query string, or json-server's JSON body. */
 export type CreateStyle = 'query' | 'json';
 
-let serial = 0;
+/** Cities for creates, taken from the seeded ones. */
+const CREATE_CITIES = 16;
 
-/** A create with a name never sent before in this run. */
-function createRequest(style: CreateStyle, request: Request): Request {
-  serial += 1;
-  const city = CITIES[serial % CITIES.length] as string;
-  request.method = 'POST';
-  if (style === 'query') {
-    request.path = `/users?name=bench${serial}&age=${serial % 151}&city=${city}`;
-    request.body = undefined;
-  } else {
-    request.path = '/users';
-    request.headers = { ...request.headers, 'content-type': 'application/json' };
-    request.body = JSON.stringify({ name: `bench${serial}`, age: String(serial % 151), city });
-  }
-  return request;
-}
-
-/** A read of an id picked at random among the seeded ones (ids run from 1 to records). */
-function readRequest(records: number, request: Request): Request {
-  request.method = 'GET';
-  request.path = `/users/${1 + Math.floor(Math.random() * records)}`;
-  delete request.body;
-  return request;
+/** Creates with a name never sent before in this run (`bench<serial>`, see bench/wrk/workload.lua). */
+export function createPlan(style: CreateStyle): NonNullable<RequestPlan['create']> {
+  const cities = seedCities().slice(0, CREATE_CITIES);
+  return style === 'query'
+    ? { method: 'POST', path: '/users?name=bench{n}&age={age}&city={city}', cities: cities.map(encodeURIComponent) }
+    : {
+        method: 'POST',
+        path: '/users',
+        body: '{"name":"bench{n}","age":"{age}","city":{city}}',
+        cities: cities.map((city) => JSON.stringify(city)),
+        headers: { 'content-type': 'application/json' },
+      };
 }
 
 const random = (below: number) => Math.floor(Math.random() * below);
 
-/** One query request; the seeded records are `user<i>`, age i % 151, city CITIES[i % 8] (seed-data.ts). */
-function queryRequest(workload: QueryWorkload | 'count-city', records: number): Request {
+/** A word of a seeded record's name, as a person looking someone up types it (the surname, mostly). */
+function searchTerm(records: number): string {
+  const words = seedRecord(1 + random(records)).name.split(' ');
+  return words.at(-1) ?? '';
+}
+
+/**
+ * One query request. Realistic data: ages 18 to 90, a seeded city, a word of a seeded name.
+ * Synthetic data (`user<i>`, age i % 151): `ser123` is in user123, user1230..user1239, ...: more
+ * matches than a page as records grow, the worst case of a substring search.
+ */
+function queryPath(workload: QueryWorkload | 'count-city', records: number): string {
+  const synthetic = dataset() === 'synthetic';
+  const age = () => (synthetic ? random(151) : AGES.min + random(AGES.count));
   switch (workload) {
     case 'range': {
-      const from = random(141);
-      return { method: 'GET', path: `/users?age.gte=${from}&age.lt=${from + 10}&limit=50` };
+      const from = synthetic ? random(141) : AGES.min + random(AGES.count - 10);
+      return `/users?age.gte=${from}&age.lt=${from + 10}&limit=50`;
     }
     case 'search':
-      // `ser123` is in user123, user1230..user1239, ...: more matches than a page as records grow.
-      return { method: 'GET', path: `/users?q=ser${1 + random(records)}&limit=50` };
+      return `/users?q=${encodeURIComponent(synthetic ? `ser${1 + random(records)}` : searchTerm(records))}&limit=50`;
     case 'count':
-      return { method: 'GET', path: `/users?age=${random(151)}&limit=50`, headers: COUNT };
-    case 'count-city':
-      return { method: 'GET', path: `/users?city=${CITIES[random(CITIES.length)]}&limit=1`, headers: COUNT };
+      return `/users?age=${age()}&limit=50`;
+    case 'count-city': {
+      const cities = seedCities();
+      return `/users?city=${encodeURIComponent(cities[random(cities.length)] as string)}&limit=1`;
+    }
     default:
-      return { method: 'GET', path: `/users?sort=${SORTS[workload]}&limit=50` };
+      return `/users?sort=${SORTS[workload]}&limit=50`;
   }
 }
 
-// Reads cycle through a fixed list per connection, prebuilt so the generator spends no time on them.
-const READS_PER_CONNECTION = 1000;
+// Queries cycle through a fixed list, prebuilt so the generator spends no time on them.
+const QUERIES_PER_RUN = 10_000;
 
-/**
- * One connection's autocannon request list. Creates must all differ, so they are built as they go
- * (setupRequest); reads are random ids drawn once per connection.
- */
-export function workloadRequests(workload: WorkloadName, records: number, style: CreateStyle): Request[] {
-  const reads = Math.max(1, records);
+/** What wrk sends for a workload (bench/wrk/workload.lua): fixed GETs, random reads, creates or the mix. */
+export function workloadPlan(workload: WorkloadName, records: number, style: CreateStyle): RequestPlan {
+  const read = { records: Math.max(1, records), prefix: '/users/' };
   switch (workload) {
     case 'list':
-      return [{ method: 'GET', path: '/users' }];
+      return { gets: ['/users'], createShare: 0 };
     case 'page':
       // The first 100 in creation order: the page a peer's listing answers by default (Directus's limit).
-      return [{ method: 'GET', path: '/users?limit=100' }];
+      return { gets: ['/users?limit=100'], createShare: 0 };
     case 'healthz':
-      return [{ method: 'GET', path: '/healthz' }];
+      return { gets: ['/healthz'], createShare: 0 };
     case 'create':
-      return [{ setupRequest: (request) => createRequest(style, request) }];
+    case 'create-64':
+      return { create: createPlan(style), createShare: 1 };
     case 'read':
-      return Array.from({ length: READS_PER_CONNECTION }, () => readRequest(reads, {}));
+      return { read, createShare: 0 };
     case 'mix':
-      return [
-        {
-          setupRequest: (request) =>
-            Math.random() < 0.1 ? createRequest(style, request) : readRequest(reads, request),
-        },
-      ];
+      return { read, create: createPlan(style), createShare: 0.1 };
     default:
-      return Array.from({ length: READS_PER_CONNECTION }, () => queryRequest(workload, reads));
+      return {
+        gets: Array.from({ length: QUERIES_PER_RUN }, () => queryPath(workload, read.records)),
+        headers: workload === 'count' || workload === 'count-city' ? COUNT : undefined,
+        createShare: 0,
+      };
   }
+}
+
+/** The plan with a system's own headers (a bearer token) on every request, creates included. */
+export function withHeaders(plan: RequestPlan, headers: Record<string, string> | undefined): RequestPlan {
+  if (headers === undefined) return plan;
+  return {
+    ...plan,
+    headers: { ...plan.headers, ...headers },
+    ...(plan.create === undefined
+      ? {}
+      : { create: { ...plan.create, headers: { ...plan.create.headers, ...headers } } }),
+  };
 }

@@ -207,8 +207,10 @@ export interface paths {
          */
         put: operations["putUsersNotAllowed"];
         /**
-         * Create a record
+         * Create a record, or many at once
          * @description The parameters go in the query string (the original contract), or as a JSON or form body; not both. Answers 200 with the stored record and a `Location` header. With an `Idempotency-Key`, a retry with the same input within 24 hours stores nothing and gets the first answer again (with `Idempotent-Replayed: true`); the same key with other input answers 422.
+         *
+         *     **Many records at once:** a JSON array of record objects, or `application/x-ndjson` (one record object per line), up to 1000 records (413 past it). All are stored or none, in one transaction, each checked by the same rules; a fault is named by its place (`"parameter": "/3/age"`, a JSON Pointer into the array). The answer holds every stored record in the array's order (ids rise in that order), one change event each; an `Idempotency-Key` covers the whole batch. The query string may then carry only `fields`.
          */
         post: operations["createUser"];
         /**
@@ -1635,14 +1637,34 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description Many records at once, up to 1000: a JSON array, or one record object per line. The query string then carries only `fields`. */
+        requestBody?: {
+            content: {
+                /**
+                 * @example [
+                 *       {
+                 *         "name": "Alice",
+                 *         "age": 30,
+                 *         "city": "Paris"
+                 *       }
+                 *     ]
+                 */
+                "application/json": {
+                    name: string;
+                    age: number;
+                    city: string;
+                }[];
+                /** @example {"name":"Alice","age":30,"city":"Paris"} */
+                "application/x-ndjson": string;
+            };
+        };
         responses: {
-            /** @description The record just stored (or, for a replayed Idempotency-Key, as first stored). */
+            /** @description The record just stored (or, for a replayed Idempotency-Key, as first stored); for many records at once, every record stored, in order, with no Location or ETag. */
             200: {
                 headers: {
-                    /** @description The new record, /users/{id}. */
+                    /** @description The new record, /users/{id} (not sent for many records). */
                     Location?: string;
-                    /** @description The same: the body is a representation of the new record. */
+                    /** @description The same: the body is a representation of the new record (not sent for many records). */
                     "Content-Location"?: string;
                     /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
                     ETag?: string;
@@ -1690,7 +1712,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body is larger than 64 KiB. */
+            /** @description The body is larger than 64 KiB (2 MiB for POST /users), or a batch has more than 1,000 records. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2227,7 +2249,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body is larger than 64 KiB. */
+            /** @description The body is larger than 64 KiB (2 MiB for POST /users), or a batch has more than 1,000 records. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2404,7 +2426,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body is larger than 64 KiB. */
+            /** @description The body is larger than 64 KiB (2 MiB for POST /users), or a batch has more than 1,000 records. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2703,7 +2725,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body is larger than 64 KiB. */
+            /** @description The body is larger than 64 KiB (2 MiB for POST /users), or a batch has more than 1,000 records. */
             413: {
                 headers: {
                     [name: string]: unknown;

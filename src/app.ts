@@ -6,6 +6,7 @@ import { WebhookDeliveries } from './changes/webhooks.ts';
 import type { Config } from './config/load.ts';
 import { authenticator } from './http/auth.ts';
 import { registerBodyParsers } from './http/body-parsers.ts';
+import { registerCompression } from './http/compression.ts';
 import { registerConditionalGet } from './http/conditional.ts';
 import { registerCors } from './http/cors.ts';
 import { crossSiteWriteCheck } from './http/cross-origin.ts';
@@ -22,10 +23,12 @@ import { createValidatorCompiler } from './http/validation.ts';
 import { logOutput } from './logs/output.ts';
 import { registerAdmin } from './ops/admin.ts';
 import { registerDocs } from './ops/docs.ts';
+import { closeConnectionsWhileDraining } from './ops/hand-over.ts';
 import { type Lifecycle, registerHealthRoutes } from './ops/health.ts';
 import { registerHome } from './ops/home.ts';
 import { registerMetrics } from './ops/metrics.ts';
 import { registerTokenScope } from './ops/token-scope.ts';
+import type { Tracing } from './ops/tracing.ts';
 import type { UserStore } from './store/store.ts';
 import { registerUserRoutes } from './users/routes.ts';
 import { RULES } from './users/schemas.ts';
@@ -34,6 +37,8 @@ export interface AppDeps {
   store: UserStore;
   /** Set by the server once it is stopping (`/readyz` then answers 503); none: never. */
   lifecycle?: Lifecycle;
+  /** Traces, when the OTEL_* variables turn them on (ops/tracing.ts); none: no hook, nothing loaded. */
+  tracing?: Tracing;
   /**
    * Layers to leave out, for the bench's price list only (bench/layered-server.ts), which adds
    * them back one at a time to show what each costs. The service always runs with every layer;
@@ -104,10 +109,16 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
     },
   });
 
+  // First, so that a request's span covers every hook after it, refusals included.
+  deps.tracing?.register(app);
   app.setValidatorCompiler(createValidatorCompiler(rules));
   registerAllMethods(app);
   registerBodyParsers(app);
   registerErrorHandlers(app);
+  // Before every route: answers are compressed by Accept-Encoding, then If-None-Match is compared
+  // with the ETag of the answer as encoded.
+  await registerCompression(app);
+  registerConditionalGet(app);
   // A client may end its side once its request is sent (HTTP/1.0 style, `nc`): answer it anyway.
   // Node's default drops such a request unless its answer happens to be ready in the same tick.
   (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
@@ -140,14 +151,15 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
     metrics.abandoned();
     done();
   });
-  registerConditionalGet(app);
 
   await registerDocs(app, config.tokens.length > 0);
   registerAdmin(app);
   registerHome(app);
   registerTokenScope(app, authenticate);
   const store = withMetrics ? metrics.store : deps.store;
-  registerHealthRoutes(app, store, deps.lifecycle ?? { draining: false });
+  const lifecycle = deps.lifecycle ?? { draining: false };
+  registerHealthRoutes(app, store, lifecycle);
+  closeConnectionsWhileDraining(app, lifecycle);
   const streams = registerEventStream(app, store, new ChangeFeed(store), {
     maxSubscribers: config.maxSubscribers,
     maxSubscribersPerClient: config.maxSubscribersPerClient,
@@ -158,6 +170,7 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
     ended: metrics.changes.streamEnded,
   });
   metrics.changes.countSubscribers(streams.open);
+  lifecycle.endStreams = () => streams.endAll('this process is stopping: reconnect with Last-Event-ID');
   registerUserRoutes(app, store, config.listingCacheMb * 1024 * 1024);
   if (config.webhookUrls.length > 0 && config.webhookSecret !== undefined) {
     const webhooks = new WebhookDeliveries(
@@ -165,6 +178,7 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
       { urls: config.webhookUrls, secret: config.webhookSecret, timeoutMs: config.webhookTimeoutMs },
       app.log,
       metrics.changes.webhooks,
+      deps.tracing?.deliveries,
     );
     app.addHook('onReady', (done) => {
       webhooks.start();

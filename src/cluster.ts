@@ -1,5 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
-import { pino } from 'pino';
+import { once } from 'node:events';
+import { type Logger, pino } from 'pino';
 import type { Config } from './config/load.ts';
 import { aggregateWorkerMetrics } from './ops/cluster-metrics.ts';
 import { logOutput } from './logs/output.ts';
@@ -13,6 +14,10 @@ const RESTART_DELAY_MS = 1000;
  * has opened the database itself before the first fork, so a wrong setting is reported at once.
  */
 const MAX_RETRY_DELAY_MS = 30_000;
+/** How long a replacement waits for a new worker to listen before it gives up on it. */
+const START_TIMEOUT_MS = 60_000;
+/** What the primary sends a worker it replaces (serve.ts). */
+export const REPLACE_MESSAGE = 'user-records:replace';
 
 /**
  * The primary process of `WORKERS` > 1: forks the workers, which share the port (the primary hands
@@ -32,7 +37,10 @@ export function runPrimary(config: Readonly<Config>): void {
   let failed = false;
   const metrics = aggregateWorkerMetrics(listening);
 
-  const fork = () => {
+  /** Workers being replaced (SIGHUP): their exit is the replacement's, not a death to make up for. */
+  const retiring = new Set<Worker>();
+  /** `retry`: a worker that fails to start is tried again; a replacement reports it instead. */
+  const fork = (retry = true) => {
     const worker = cluster.fork();
     worker.once('listening', (address) => {
       listening.add(worker);
@@ -55,6 +63,12 @@ export function runPrimary(config: Readonly<Config>): void {
         if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(failed ? 1 : 0);
         return;
       }
+      if (retiring.delete(worker)) {
+        if (code !== 0)
+          log.error({ worker: worker.process.pid, code, signal }, 'a worker being replaced did not stop cleanly');
+        return;
+      }
+      if (!started && !retry) return;
       let delayMs = RESTART_DELAY_MS;
       if (started) log.error({ worker: worker.process.pid, code, signal }, 'a worker died; starting another');
       else {
@@ -69,6 +83,7 @@ export function runPrimary(config: Readonly<Config>): void {
         if (!stopping) fork();
       }, delayMs);
     });
+    return worker;
   };
 
   const running = () => Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
@@ -94,5 +109,114 @@ export function runPrimary(config: Readonly<Config>): void {
 
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  replaceOnHangUp({
+    log,
+    listening,
+    retiring,
+    fork: () => fork(false),
+    stopping: () => stopping,
+    stopBudgetMs: config.shutdownTimeoutMs + 2000,
+  });
   for (let i = 0; i < config.workers; i++) fork();
+}
+
+interface Replacement {
+  log: Logger;
+  /** The workers serving now. */
+  listening: ReadonlySet<Worker>;
+  retiring: Set<Worker>;
+  /** Starts a worker that is not tried again if it fails to start. */
+  fork: () => Worker;
+  stopping: () => boolean;
+  /** How long a replaced worker may take to stop before it is killed. */
+  stopBudgetMs: number;
+}
+
+/**
+ * SIGHUP: every worker serving now is replaced, one at a time, by one running the code on disk now
+ * (with the primary's settings): the new one starts and listens, and only then is the old one told
+ * to hand over (ops/hand-over.ts: it stops listening, answers what is in flight with `Connection:
+ * close`, ends its event streams with a comment to reconnect, waits for its connections to close)
+ * and stop. A SIGHUP during a replacement is queued (one, however many come); a new worker that
+ * fails to start ends the replacement and the old ones keep serving.
+ */
+function replaceOnHangUp(options: Replacement): void {
+  const { log } = options;
+  let running = false;
+  let queued = false;
+
+  const replaceAll = async () => {
+    const old = [...options.listening];
+    log.info({ workers: old.length }, 'SIGHUP: replacing the workers one at a time');
+    let replaced = 0;
+    for (const worker of old) {
+      if (options.stopping()) return log.info('replacement abandoned: the service is stopping');
+      // Died meanwhile: the primary has already started another in its place.
+      if (worker.isDead() || !options.listening.has(worker)) continue;
+      const fresh = options.fork();
+      log.info({ worker: fresh.process.pid, replaces: worker.process.pid }, 'starting a new worker');
+      const outcome = await started(fresh);
+      if (outcome !== 'listening') {
+        if (outcome === 'late') fresh.process.kill('SIGKILL');
+        log.error(
+          { worker: fresh.process.pid, outcome, replaced, left: old.length - replaced },
+          'the new worker did not start; the old workers keep serving and the replacement stops here',
+        );
+        return;
+      }
+      if (worker.isDead()) continue;
+      log.info({ worker: fresh.process.pid, old: worker.process.pid }, 'new worker listening; the old one hands over');
+      options.retiring.add(worker);
+      // A channel that closed meanwhile (the worker is dying) fails here rather than in an 'error' event.
+      worker.send(REPLACE_MESSAGE, undefined, (error) => {
+        if (error !== null) worker.process.kill('SIGTERM');
+      });
+      const stopTimer = setTimeout(() => {
+        log.error({ worker: worker.process.pid }, 'the old worker did not stop in time; killing it');
+        worker.process.kill('SIGKILL');
+      }, options.stopBudgetMs);
+      if (!worker.isDead()) await once(worker, 'exit');
+      clearTimeout(stopTimer);
+      replaced++;
+      log.info({ worker: worker.process.pid, replaced, of: old.length }, 'old worker stopped');
+    }
+    log.info({ replaced }, `replacement done: ${replaced} workers replaced`);
+  };
+
+  const run = () => {
+    running = true;
+    replaceAll()
+      .catch((error: unknown) => log.error({ err: error }, 'replacement failed'))
+      .finally(() => {
+        running = false;
+        if (queued && !options.stopping()) {
+          queued = false;
+          log.info('starting the replacement asked for during the last one');
+          run();
+        }
+      });
+  };
+
+  process.on('SIGHUP', () => {
+    if (options.stopping()) return log.info('SIGHUP ignored: the service is stopping');
+    if (!running) return run();
+    if (queued) return log.info('SIGHUP ignored: a replacement is under way and another is already queued');
+    queued = true;
+    log.info('SIGHUP queued: a replacement is under way; another follows once it ends');
+  });
+}
+
+/** How a new worker's start ended: it listens, it exited first, or neither in time (START_TIMEOUT_MS). */
+function started(worker: Worker): Promise<'listening' | 'exited' | 'late'> {
+  return new Promise((resolve) => {
+    const done = (outcome: 'listening' | 'exited' | 'late') => {
+      clearTimeout(timer);
+      worker.off('listening', onListening).off('exit', onExit);
+      resolve(outcome);
+    };
+    const onListening = () => done('listening');
+    const onExit = () => done('exited');
+    const timer = setTimeout(() => done('late'), START_TIMEOUT_MS);
+    worker.once('listening', onListening).once('exit', onExit);
+  });
 }

@@ -2,13 +2,15 @@ import cluster from 'node:cluster';
 import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
-import { runPrimary } from './cluster.ts';
+import { REPLACE_MESSAGE, runPrimary } from './cluster.ts';
 import { helpText } from './config/help.ts';
 import { type Config, ConfigError, loadConfig } from './config/load.ts';
 import { VERSION } from './config/version.ts';
 import { exposureWarning } from './ops/exposure.ts';
+import { handOver } from './ops/hand-over.ts';
 import type { Lifecycle } from './ops/health.ts';
 import { startUrls } from './ops/start-urls.ts';
+import { startTracing, tracingWanted } from './ops/tracing.ts';
 import { type Database, openDatabase } from './store/database.ts';
 import { StoreOpenError, StoreUnavailableError } from './store/store.ts';
 
@@ -20,14 +22,23 @@ import { StoreOpenError, StoreUnavailableError } from './store/store.ts';
  */
 const LISTEN_BACKLOG = 4096;
 
+/** Past the keep-alive timeout, the wait for connections to close as a stop hands them over. */
+const HAND_OVER_MARGIN_MS = 1000;
+
 /** Opens storage and listens; on SIGTERM/SIGINT finishes in-flight requests and closes. */
-async function serve(config: Readonly<Config>, database: Database): Promise<void> {
+async function serve(config: Readonly<Config>, database: Database, env: NodeJS.ProcessEnv): Promise<void> {
+  // The standard OTEL_* variables, read by the OpenTelemetry SDK itself, which is loaded only then.
+  const tracing = tracingWanted(env) ? await startTracing(env) : undefined;
   // With workers, the primary has checked the file already.
   const store = await database.openStore({ check: cluster.isPrimary });
   const lifecycle: Lifecycle = { draining: false };
   let app: FastifyInstance;
   try {
-    app = await buildApp(config, { store, lifecycle });
+    app = await buildApp(config, {
+      store: tracing === undefined ? store : tracing.store(store, config.database.kind),
+      lifecycle,
+      tracing,
+    });
     await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG });
     // With workers, the primary says it once all of them listen (cluster.ts).
     const address = app.server.address();
@@ -69,11 +80,15 @@ async function serve(config: Readonly<Config>, database: Database): Promise<void
       endDelay = undefined;
     }
     app.log.info({ signal }, 'shutting down');
+    const deadline = Date.now() + config.shutdownTimeoutMs;
     const timer = setTimeout(() => {
       app.log.error('shutdown timed out; exiting');
       process.exit(1);
     }, config.shutdownTimeoutMs);
     timer.unref();
+    // At most half the shutdown timeout: the other half is for the requests still in flight.
+    const handOverMs = Math.min(config.keepAliveTimeoutMs + HAND_OVER_MARGIN_MS, config.shutdownTimeoutMs / 2);
+    if (signal !== 'SIGINT') await handOver(app, lifecycle, handOverMs, app.log);
     // Keep-alive connections that finish their last request after close() began stay open until
     // their timeout; sweep them as they go idle so the process can stop promptly.
     const sweep = setInterval(() => app.server.closeIdleConnections(), 50);
@@ -81,6 +96,9 @@ async function serve(config: Readonly<Config>, database: Database): Promise<void
       await app.close();
       clearInterval(sweep);
       await store.close();
+      // The spans still queued, within half the time left: a collector that does not answer costs at
+      // most that, never the exit code.
+      await tracing?.flush(Math.max(0, (deadline - Date.now()) / 2));
       app.log.info('stopped');
       process.exit(0);
     } catch (error) {
@@ -90,6 +108,20 @@ async function serve(config: Readonly<Config>, database: Database): Promise<void
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  if (cluster.isWorker) followPrimary(() => void stop(REPLACE_MESSAGE));
+}
+
+/**
+ * A worker is replaced (SIGHUP to the primary, cluster.ts) by a message rather than a signal: it
+ * hands over at once, without SHUTDOWN_DELAY_MS, as the primary stops giving it connections the
+ * moment it stops listening. SIGHUP itself is the primary's: a worker that gets it too (a closed
+ * terminal signals the whole process group) keeps serving.
+ */
+function followPrimary(replace: () => void): void {
+  process.on('message', (message) => {
+    if (message === REPLACE_MESSAGE) replace();
+  });
+  process.on('SIGHUP', () => undefined);
 }
 
 /**
@@ -114,7 +146,7 @@ async function main(argv: string[], usage: string, env: NodeJS.ProcessEnv): Prom
     runPrimary(config);
     return;
   }
-  await serve(config, database);
+  await serve(config, database, env);
 }
 
 /** Fails with the reason when the port cannot be listened on (in use, not allowed); 0 picks a free one, always possible. */

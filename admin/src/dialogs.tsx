@@ -4,10 +4,12 @@ import { type RecordInput, type Row, versionOf, type Versioned } from './api.ts'
 
 /** Where focus goes when a dialog closes and what had it is gone (a deleted record's button). */
 export const FOCUS_FALLBACK_ID = 'records-title';
+/** Marks the element that takes focus before FOCUS_FALLBACK_ID then (a delete's Undo). */
+export const FOCUS_AFTER_DIALOG = 'data-focus-after-dialog';
 
 /**
  * A modal dialog: focus moves into it, Escape or Cancel closes it, and focus goes back to what had
- * it before (or, when that is gone, to the records' heading).
+ * it before (or, when that is gone, to a delete's Undo or else the records' heading).
  */
 function Modal(props: { title: string; onCancel: () => void; children: ComponentChildren; role?: 'alertdialog' }) {
   const ref = useRef<HTMLDialogElement>(null);
@@ -21,7 +23,10 @@ function Modal(props: { title: string; onCancel: () => void; children: Component
       // After this render: the element that had focus may be re-rendered or gone by then.
       setTimeout(() => {
         const had = before instanceof HTMLElement && before !== document.body && before.isConnected;
-        const back = had ? before : document.getElementById(FOCUS_FALLBACK_ID);
+        const back = had
+          ? before
+          : (document.querySelector<HTMLElement>(`[${FOCUS_AFTER_DIALOG}]`) ??
+            document.getElementById(FOCUS_FALLBACK_ID));
         back?.focus();
       });
     };
@@ -125,13 +130,17 @@ export function Conflict(props: {
 /** What a bearer token may be made of (RFC 6750): anything else cannot be sent in a header. */
 const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
-/** Asks for a token; it is kept for this browser tab's session only. */
-export function SignIn(props: { reason: string; onToken: (token: string) => void }) {
+/**
+ * Asks for a token, in plain words; it is kept for this browser tab's session only. `refused`: the
+ * service's words on a token it did not accept (none on the first visit: the text says it all).
+ */
+export function SignIn(props: { refused?: string; onToken: (token: string) => void; onCancel: () => void }) {
   const [token, setToken] = useState('');
   const [fault, setFault] = useState<string | undefined>();
   const inputId = useId();
+  const hintId = useId();
   return (
-    <Modal title="Sign in" onCancel={() => undefined}>
+    <Modal title="Sign in" onCancel={props.onCancel}>
       <form
         class="sign-in"
         onSubmit={(event) => {
@@ -141,22 +150,55 @@ export function SignIn(props: { reason: string; onToken: (token: string) => void
           else setFault('A token is letters, digits and - . _ ~ + / = only, with no spaces: check what was pasted.');
         }}
       >
-        <p role="alert">{fault ?? props.reason}</p>
-        <label for={inputId}>Token</label>
+        <p role="alert">
+          {fault ??
+            (props.refused === undefined
+              ? ''
+              : `That token was not accepted (the service says: ${props.refused}) Check that it was pasted whole, or ask for a new one.`)}
+        </p>
+        <p>
+          This service shows its records only to people who have an <strong>access token</strong>: a long code, like a
+          password, that the person who runs the service sets up for each user (in its <code>API_TOKENS</code> setting).
+          Ask them for one, then paste it here.
+        </p>
+        <label for={inputId}>Access token</label>
         <input
           id={inputId}
           type="password"
           autocomplete="off"
+          aria-describedby={hintId}
           value={token}
           onInput={(event) => setToken(event.currentTarget.value)}
         />
-        <p class="hint">
-          A read token shows the records; a write token may also change them. It is kept until this tab closes.
+        <p class="hint" id={hintId}>
+          A read-only token lets you look at the records but not add, change or delete them; a full token lets you do
+          both. The page forgets the token when this tab is closed.
         </p>
         <div class="actions">
           <button type="submit">Sign in</button>
+          <button type="button" onClick={props.onCancel}>
+            Cancel
+          </button>
         </div>
       </form>
     </Modal>
+  );
+}
+
+/** The page without a token: what it cannot show, what is still open, and the way back to sign in. */
+export function SignedOut(props: { onSignIn: () => void }) {
+  return (
+    <section aria-labelledby={FOCUS_FALLBACK_ID} class="signed-out">
+      <h2 id={FOCUS_FALLBACK_ID} tabIndex={-1}>
+        Not signed in
+      </h2>
+      <p>
+        Without an access token this page can show no records and change none: the service asks for a token even to
+        look. You can still read the service&apos;s documentation at <a href="/docs">/docs</a>.
+      </p>
+      <button type="button" onClick={props.onSignIn}>
+        Enter an access token
+      </button>
+    </section>
   );
 }

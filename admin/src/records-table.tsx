@@ -6,6 +6,8 @@ export function RecordsTable(props: {
   loading: boolean;
   writable: boolean;
   summary: string;
+  /** What an empty page says ("No records match.", or why none could be read). */
+  empty: string;
   onEdit: (row: Row) => void;
   onDelete: (row: Row) => void;
 }) {
@@ -25,7 +27,7 @@ export function RecordsTable(props: {
       <tbody>
         {rows.length === 0 && !props.loading ? (
           <tr>
-            <td colSpan={writable ? 5 : 4}>No records match.</td>
+            <td colSpan={writable ? 5 : 4}>{props.empty}</td>
           </tr>
         ) : null}
         {rows.map((row) => (

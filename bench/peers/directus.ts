@@ -2,14 +2,14 @@ import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Request } from 'autocannon';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import type { Launch } from '../child-server.ts';
 import { findProcess, withChildren } from '../proc-stats.ts';
-import { CITIES, seedRecord } from '../seed-data.ts';
+import { seedBatches, seedCities, seedRecord } from '../seed-data.ts';
 import type { PeerId, SystemSpec } from '../systems.ts';
 import type { WorkloadName } from '../workloads.ts';
+import type { RequestPlan } from '../wrk.ts';
 
 // Directus as an optional peer of the bench. It lives in bench/peers/directus/ with its own
 // package.json and lock, installed on demand (ensureDirectus), never a dependency of the service.
@@ -388,13 +388,15 @@ function postgresPids(url: string): () => number[] {
 
 async function seedPostgres(url: string, count: number): Promise<void> {
   await withClient(url, async (client) => {
-    // Same records as seedRecord(i), generated inside PostgreSQL; ids 1..count from the serial.
-    await client.query(
-      `INSERT INTO users (name, age, city)
-       SELECT 'user' || i, (i % 151)::text, ($2::text[])[1 + i % cardinality($2::text[])]
-       FROM generate_series(1, $1::int) AS i`,
-      [count, [...CITIES]],
-    );
+    // The records of seedRecord(i), in order, so ids 1..count from the serial are the same.
+    for (const { records } of seedBatches(count)) {
+      await client.query(
+        `INSERT INTO users (name, age, city)
+         SELECT name, age, city FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS seeded (name, age, city, n)
+         ORDER BY n`,
+        [records.map((r) => r.name), records.map((r) => r.age), records.map((r) => r.city)],
+      );
+    }
     await client.query('ANALYZE users');
   });
 }
@@ -433,57 +435,42 @@ export interface DirectusRequestOptions {
   readAuth?: 'token' | 'public';
 }
 
-let serial = 0;
-
-/** A create with a name never sent before in this run, as a JSON body with the admin token. */
-export function directusCreateRequest(request: Request): Request {
-  serial += 1;
-  const city = CITIES[serial % CITIES.length] as string;
-  request.method = 'POST';
-  request.path = DIRECTUS_PATHS.create;
-  request.headers = { ...request.headers, ...DIRECTUS_AUTH_HEADER, 'content-type': 'application/json' };
-  request.body = JSON.stringify({ name: `bench${serial}`, age: String(serial % 151), city });
-  return request;
+/** Creates with names never sent before in this run, as a JSON body with the admin token. */
+function directusCreate(): NonNullable<RequestPlan['create']> {
+  return {
+    method: 'POST',
+    path: DIRECTUS_PATHS.create,
+    body: '{"name":"bench{n}","age":"{age}","city":{city}}',
+    cities: seedCities()
+      .slice(0, 16)
+      .map((city) => JSON.stringify(city)),
+    headers: { ...DIRECTUS_AUTH_HEADER, 'content-type': 'application/json' },
+  };
 }
 
-/** A read of a seeded id at random (ids run from 1 to records). */
-export function directusReadRequest(records: number, request: Request, options: DirectusRequestOptions = {}): Request {
-  request.method = 'GET';
-  request.path = DIRECTUS_PATHS.read(1 + Math.floor(Math.random() * records));
-  request.headers = options.readAuth === 'public' ? {} : { ...DIRECTUS_AUTH_HEADER };
-  delete request.body;
-  return request;
-}
-
-const READS_PER_CONNECTION = 1000;
-
-/** One connection's autocannon request list for a workload on Directus (the twin of workloadRequests). */
+/** What wrk sends for a workload on Directus (the twin of workloadPlan). */
 export function directusRequests(
   workload: WorkloadName,
   records: number,
   options: DirectusRequestOptions = {},
-): Request[] {
+): RequestPlan {
   if (!DIRECTUS_WORKLOADS.includes(workload)) throw new Error(`Directus has no equivalent of the ${workload} workload`);
-  const reads = Math.max(1, records);
-  const readHeaders = options.readAuth === 'public' ? undefined : { ...DIRECTUS_AUTH_HEADER };
+  const headers = options.readAuth === 'public' ? {} : { ...DIRECTUS_AUTH_HEADER };
+  // A read of a seeded id at random (ids run from 1 to records).
+  const read = { records: Math.max(1, records), prefix: '/items/users/', suffix: `?fields=${FIELDS}` };
   switch (workload) {
     case 'list':
-      return [{ method: 'GET', path: DIRECTUS_PATHS.list, headers: readHeaders }];
+      return { gets: [DIRECTUS_PATHS.list], headers, createShare: 0 };
     case 'page':
-      return [{ method: 'GET', path: DIRECTUS_PATHS.page, headers: readHeaders }];
+      return { gets: [DIRECTUS_PATHS.page], headers, createShare: 0 };
     case 'healthz':
-      return [{ method: 'GET', path: '/server/health' }];
+      return { gets: ['/server/health'], createShare: 0 };
     case 'create':
-      return [{ setupRequest: (request) => directusCreateRequest(request) }];
+      return { create: directusCreate(), createShare: 1 };
     case 'read':
-      return Array.from({ length: READS_PER_CONNECTION }, () => directusReadRequest(reads, {}, options));
+      return { read, headers, createShare: 0 };
     default:
-      return [
-        {
-          setupRequest: (request) =>
-            Math.random() < 0.1 ? directusCreateRequest(request) : directusReadRequest(reads, request, options),
-        },
-      ];
+      return { read, headers, create: directusCreate(), createShare: 0.1 };
   }
 }
 
@@ -496,7 +483,7 @@ export type DirectusSystemId = Extract<PeerId, 'directus-sqlite' | 'directus-pos
 export interface DirectusSystemSpec extends SystemSpec {
   id: DirectusSystemId;
   listPath: string;
-  requests(workload: WorkloadName, records: number, options?: DirectusRequestOptions): Request[];
+  requests(workload: WorkloadName, records: number, options?: DirectusRequestOptions): RequestPlan;
 }
 
 // Pinned to one core, Directus answers about 35% below its plateau for its first ~20 s of load (JIT

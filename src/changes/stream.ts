@@ -70,7 +70,7 @@ export function registerEventStream(
   store: UserStore,
   feed: ChangeFeed,
   options: StreamOptions,
-): { open(): number } {
+): { open(): number; endAll(why: string): void } {
   const places = new StreamPlaces(options.maxSubscribers, options.maxSubscribersPerClient);
   const open = new Set<StreamFollower>();
   const share = () => Math.min(STREAM_BUFFER_BYTES, Math.floor(options.bufferBytes / Math.max(1, places.held)));
@@ -213,5 +213,10 @@ export function registerEventStream(
     },
   );
   allowOnly(app, '/users/events', ['GET']);
-  return { open: () => places.held };
+  return {
+    open: () => places.held,
+    endAll: (why) => {
+      for (const follower of open) follower.end(why);
+    },
+  };
 }

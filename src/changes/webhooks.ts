@@ -37,6 +37,18 @@ export interface WebhookCounts {
   failed(): void;
 }
 
+/** What delivery attempts tell the traces (ops/delivery-spans.ts), when traces are on. */
+export interface DeliveryTracing {
+  /** Starts an attempt's span: its `headers` (the W3C trace context) go with the POST, `end` says how it went. */
+  attempt(url: string, id: string, attempt: number): DeliverySpan;
+}
+
+export interface DeliverySpan {
+  headers: Record<string, string>;
+  /** The receiver's answer, or none and why (a low-cardinality reason: an error code, `timeout`). */
+  end(status: number | undefined, failure?: string): void;
+}
+
 /** The Standard Webhooks headers of one attempt: the id stays, the timestamp and signature are of this attempt. */
 export function signedHeaders(id: string, body: string, secret: Buffer, now = Date.now()): Record<string, string> {
   const timestamp = String(Math.floor(now / 1000));
@@ -66,17 +78,25 @@ export class WebhookDeliveries {
   readonly #options: WebhookOptions;
   readonly #log: FastifyBaseLogger;
   readonly #counts: WebhookCounts;
+  readonly #tracing: DeliveryTracing | undefined;
   readonly #owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly #stop = new AbortController();
   readonly #wakers = new Set<() => void>();
   #running: Promise<void>[] = [];
   #stopWatch: (() => void) | undefined;
 
-  constructor(store: UserStore, options: WebhookOptions, log: FastifyBaseLogger, counts: WebhookCounts) {
+  constructor(
+    store: UserStore,
+    options: WebhookOptions,
+    log: FastifyBaseLogger,
+    counts: WebhookCounts,
+    tracing?: DeliveryTracing,
+  ) {
     this.#store = store;
     this.#options = options;
     this.#log = log;
     this.#counts = counts;
+    this.#tracing = tracing;
     store.onCommit(() => this.wake());
   }
 
@@ -132,6 +152,7 @@ export class WebhookDeliveries {
         options: this.#options,
         log: this.#log,
         counts: this.#counts,
+        tracing: this.#tracing,
         signal,
         idle: (ms) => this.#idle(ms),
       }).run();
@@ -146,6 +167,7 @@ interface DeliveryContext {
   options: WebhookOptions;
   log: FastifyBaseLogger;
   counts: WebhookCounts;
+  tracing: DeliveryTracing | undefined;
   signal: AbortSignal;
   /** Waits for a wake-up, the stop, or `ms`. */
   idle: (ms: number) => Promise<void>;
@@ -159,6 +181,7 @@ class Delivery {
   readonly #options: WebhookOptions;
   readonly #log: FastifyBaseLogger;
   readonly #counts: WebhookCounts;
+  readonly #tracing: DeliveryTracing | undefined;
   readonly #signal: AbortSignal;
   readonly #idle: (ms: number) => Promise<void>;
   /** The history the cursor counts in; a restore starts another, and this turn ends. */
@@ -181,6 +204,7 @@ class Delivery {
     this.#options = context.options;
     this.#log = context.log;
     this.#counts = context.counts;
+    this.#tracing = context.tracing;
     this.#signal = context.signal;
     this.#idle = context.idle;
   }
@@ -269,7 +293,7 @@ class Delivery {
         await this.#save(false);
         if (!this.#held) return false;
       }
-      const outcome = await this.#attempt(id, body);
+      const outcome = await this.#attempt(id, body, attempt);
       if (outcome === undefined) {
         this.#counts.delivered();
         return true;
@@ -300,7 +324,8 @@ class Delivery {
   }
 
   /** One POST; undefined when the receiver took it (2xx), else why not. */
-  async #attempt(id: string, body: string): Promise<string | undefined> {
+  async #attempt(id: string, body: string, attempt: number): Promise<string | undefined> {
+    const span = this.#tracing?.attempt(this.#url, id, attempt);
     try {
       const response = await fetch(this.#url, {
         method: 'POST',
@@ -308,6 +333,7 @@ class Delivery {
           'content-type': 'application/json',
           'user-agent': `user-records/${VERSION}`,
           ...signedHeaders(id, body, this.#options.secret),
+          ...span?.headers,
         },
         body,
         redirect: 'manual',
@@ -315,10 +341,13 @@ class Delivery {
         signal: AbortSignal.any([AbortSignal.timeout(this.#options.timeoutMs), this.#signal]),
       });
       await response.body?.cancel().catch(() => undefined);
+      span?.end(response.status);
       return response.status >= 200 && response.status < 300 ? undefined : `answered ${response.status}`;
     } catch (error) {
       const cause = (error as { cause?: { code?: string } }).cause?.code;
-      if ((error as Error).name === 'TimeoutError') return `no answer within ${this.#options.timeoutMs} ms`;
+      const timedOut = (error as Error).name === 'TimeoutError';
+      span?.end(undefined, timedOut ? 'timeout' : (cause ?? (error as Error).name));
+      if (timedOut) return `no answer within ${this.#options.timeoutMs} ms`;
       return cause ?? (error as Error).message;
     }
   }

@@ -4,12 +4,14 @@ import { MAX_RECORD_VERSION } from '../store/store.ts';
 import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE } from '../users/idempotency.ts';
 import { checkRecord } from './record-check.ts';
 import { MAX_ID } from '../store/store.ts';
+import { MAX_BATCH } from '../http/limits.ts';
 
 /**
  * The backup format, the same for both stores: lines of JSON. First a header; then one line per
  * record, `["r",id,name,age,city,createdAt,updatedAt,version]` (the record's own fields in the
  * definition's order, record/fields.ts; times in ms since the epoch), and one
- * per remembered Idempotency-Key, `["k",key,fingerprint,userId,createdAt]`; last,
+ * per remembered Idempotency-Key, `["k",key,fingerprint,userId,createdAt]`, with the ids of every record
+ * it created as a last element for the key of a batch create (`[..., createdAt, [userId, ...]]`); last,
  * `{"end":{"records":N,"keys":M,"sha256":"..."}}`, the SHA-256 of every byte before that line.
  */
 export const FORMAT = 'user-records-backup';
@@ -123,7 +125,8 @@ export function readHeader(value: unknown): Header {
 
 /** A record line's values after its "r": what a backup keeps of a record, in this order. */
 const RECORD_LINE = ['id', ...RECORD_FIELDS, 'createdAt', 'updatedAt', 'version'] as const;
-const KEY_FIELDS = ['key', 'fingerprint', 'userId', 'createdAt'] as const;
+/** A key line's length: "k", key, fingerprint, userId, createdAt (and a batch's ids after them). */
+const KEY_LINE = 5;
 
 /**
  * A record or key line, every field checked against the service's ranges and the header's last id;
@@ -169,8 +172,8 @@ export function readBodyLine(
     }
     return { record };
   }
-  if (Array.isArray(value) && value[0] === 'k' && value.length === KEY_FIELDS.length + 1) {
-    const [, key, fingerprint, userId, createdAt] = value as unknown[];
+  if (Array.isArray(value) && value[0] === 'k' && (value.length === KEY_LINE || value.length === KEY_LINE + 1)) {
+    const [, key, fingerprint, userId, createdAt, batch] = value as unknown[];
     if (typeof key !== 'string' || !KEY.test(key)) {
       throw new LineFault(line, `key ${JSON.stringify(key)} is not an Idempotency-Key: ${IDEMPOTENCY_KEY_RULE}`);
     }
@@ -187,9 +190,32 @@ export function readBodyLine(
         note: `a key is remembered for a day from its creation; up to ${KEY_CLOCK_SKEW_MS / 3_600_000} h ahead of this machine's clock is taken for a difference of clocks`,
       }),
     };
+    if (batch !== undefined) stored.batch = batchOf(line, batch, stored.userId, header);
     return { key: stored };
   }
   throw new LineFault(line, 'is not a record line ["r",...] or a key line ["k",...] of a backup');
+}
+
+/** A key line's batch: the ids of the records a batch create stored, the first its userId, in order. */
+function batchOf(line: number, batch: unknown, userId: number, header: Header): number[] {
+  if (!Array.isArray(batch) || batch.length === 0 || batch.length > MAX_BATCH) {
+    throw new LineFault(line, `a key's batch is an array of 1 to ${MAX_BATCH} record ids`);
+  }
+  const ids = batch.map((id) =>
+    wholeNumber(line, 'a batch id', id, { ...RANGES.id, max: header.lastId, note: "the header's lastId" }),
+  );
+  if (ids[0] !== userId) throw new LineFault(line, `a key's batch starts with its userId ${userId}`);
+  if (ids.some((id, i) => i > 0 && id <= (ids[i - 1] as number))) {
+    throw new LineFault(line, "a key's batch ids rise, each once");
+  }
+  return ids;
+}
+
+/** A key as its backup line. */
+export function keyLine(key: StoredKey): unknown[] {
+  const line: unknown[] = ['k', key.key, key.fingerprint, key.userId, key.createdAt];
+  if (key.batch !== undefined) line.push(key.batch);
+  return line;
 }
 
 /** A record as its backup line. */

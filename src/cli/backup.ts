@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Database } from '../store/database.ts';
-import { FORMAT, FORMAT_VERSION, type Header, recordLine } from './backup-format.ts';
+import { FORMAT, FORMAT_VERSION, type Header, keyLine, recordLine } from './backup-format.ts';
 import { openOutput, put } from './output.ts';
 import { Progress } from './progress.ts';
 
@@ -47,7 +47,7 @@ export async function backupCommand(database: Database, options: { file: string;
     progress.phase('writing idempotency keys', { count: true });
     for await (const page of snapshot.keys()) {
       let text = '';
-      for (const k of page) text += `${JSON.stringify(['k', k.key, k.fingerprint, k.userId, k.createdAt])}\n`;
+      for (const k of page) text += `${JSON.stringify(keyLine(k))}\n`;
       keys += page.length;
       await write(text);
       progress.update(keys);

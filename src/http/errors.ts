@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter } from 'prom-client';
 import { StoreAtEndError, StoreBusyError, StoreTimeoutError, StoreUnavailableError } from '../store/store.ts';
-import { BODY_LIMIT, kib, URL_LIMIT } from './limits.ts';
+import { BATCH_BODY_LIMIT, BODY_LIMIT, kib, URL_LIMIT } from './limits.ts';
 import {
   codeForStatus,
   HttpError,
@@ -31,7 +31,7 @@ export function sendProblem(reply: FastifyReply, body: Problem): FastifyReply {
 
 /** Words for framework errors; their own messages may quote the request, so they are not used. */
 const FRAMEWORK_DETAILS: Record<string, string> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: `The body is larger than the service accepts (${kib(BODY_LIMIT)}).`,
+  FST_ERR_CTP_BODY_TOO_LARGE: `The body is larger than the service accepts (${kib(BODY_LIMIT)}; ${BATCH_BODY_LIMIT / 1024 / 1024} MiB for POST /users, which may carry many records).`,
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'The Content-Length header does not match the body.',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'The body has no usable Content-Type.',
   FST_ERR_BAD_URL: 'The URL is not correctly percent-encoded.',

@@ -11,3 +11,11 @@ export const HEADER_LIMIT = 16 * 1024;
 export function kib(bytes: number): string {
   return `${bytes / 1024} KiB`;
 }
+
+/** The most records one POST /users may create (a JSON array or NDJSON lines). */
+export const MAX_BATCH = 1000;
+/**
+ * The largest body of a POST /users, which may carry a batch: MAX_BATCH records of the longest
+ * names and cities, written as UTF-8 (about 1.6 MB), fit.
+ */
+export const BATCH_BODY_LIMIT = 2 * 1024 * 1024;

@@ -20,7 +20,7 @@ export const PROBLEM_CASES: Record<ProblemCode, string> = {
   'range-exhausted':
     "a write would take a number past its end: a new id or the change version past 999,999,999,999,999 (export, and import into a new database to count again: a restore keeps the count, an import gives new ids), or a record's version past 2,147,483,647 (delete it and create it anew); nothing changed",
   'precondition-failed': '`If-Match` did not match',
-  'payload-too-large': 'a body over 64 KiB',
+  'payload-too-large': 'a body over 64 KiB (2 MiB for `POST /users`), or a batch of more than 1,000 records',
   'uri-too-long': 'a URL over 8 KiB',
   'expectation-failed': 'an `Expect` header other than `100-continue`',
   'misdirected-request': 'a `Host` the service does not answer to (see `ALLOWED_HOSTS`; this stops DNS rebinding)',

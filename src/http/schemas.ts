@@ -39,7 +39,7 @@ export const ERROR_MEANINGS: Record<number, string> = {
   409: "A number the write needs is at its end (`/problems/range-exhausted`: a new id or the change version, or the record's version), or an Idempotency-Key was sent again after the record it created was deleted (`/problems/idempotency-key-record-deleted`); nothing was changed.",
   410: 'The change log no longer holds the changes after that event id (older than CHANGES_RETENTION, or from before a restore): list the records again, then follow the stream from now.',
   412: 'If-Match did not match the current ETag; nothing was changed.',
-  413: 'The body is larger than 64 KiB.',
+  413: 'The body is larger than 64 KiB (2 MiB for POST /users), or a batch has more than 1,000 records.',
   422: `The Idempotency-Key was already used with other input (another ${fieldList(RECORD_FIELDS, 'or')}, or another \`fields\`); nothing was stored.`,
   500: 'An internal error; the cause is logged, not shown.',
   503: 'The database is not reachable, the service is overloaded or shutting down; retry after Retry-After seconds.',

@@ -19,25 +19,42 @@ export function createValidatorCompiler(rules: Readonly<Record<string, string>>)
     // Headers schemas document the headers a route reads (OpenAPI); the routes check the ones that
     // matter themselves (Idempotency-Key), so they cost nothing per request.
     if (httpPart === 'body' || httpPart === 'headers') return (value) => ({ value });
-    const check = Compile(schema);
-    const order = Object.keys((schema as { properties?: object }).properties ?? {});
-    const known = new Set(order);
+    const faultsOf = compileChecker(schema, rules);
     return (value) => {
-      const early = paramErrors(value);
-      if (early.length === 0 && check.Check(value)) return { value };
-      // Unknown names are found here rather than by the schema, which stops after a few errors:
-      // they must not hide a fault of a known parameter, nor go unreported themselves.
-      const input = (value ?? {}) as Record<string, unknown>;
-      const unknown: FieldError[] = [];
-      const ownPart: Record<string, unknown> = {};
-      for (const name of Object.keys(input)) {
-        if (known.has(name)) ownPart[name] = input[name];
-        else unknown.push({ parameter: name, detail: 'is not a known parameter' });
-      }
-      const named = new Set(early.map((error) => error.parameter));
-      const errors = [...fieldErrors(check.Errors(ownPart), ownPart, rules, order), ...unknown];
-      return { error: invalidInput([...early, ...errors.filter((error) => !named.has(error.parameter))]) };
+      const faults = faultsOf(value);
+      return faults.length === 0 ? { value } : { error: invalidInput(faults) };
     };
+  };
+}
+
+/**
+ * A schema's check as a list of faults (none when the value passes): the faults found while
+ * parsing first, then each known parameter at fault in schema order, then the unknown ones. Also
+ * used for the records of a batch, whose faults are named by their place in it.
+ */
+export function compileChecker(
+  schema: TSchema,
+  rules: Readonly<Record<string, string>>,
+  unknownDetail = 'is not a known parameter',
+): (value: unknown) => FieldError[] {
+  const check = Compile(schema);
+  const order = Object.keys((schema as { properties?: object }).properties ?? {});
+  const known = new Set(order);
+  return (value) => {
+    const early = paramErrors(value);
+    if (early.length === 0 && check.Check(value)) return [];
+    // Unknown names are found here rather than by the schema, which stops after a few errors:
+    // they must not hide a fault of a known parameter, nor go unreported themselves.
+    const input = (value ?? {}) as Record<string, unknown>;
+    const unknown: FieldError[] = [];
+    const ownPart: Record<string, unknown> = {};
+    for (const name of Object.keys(input)) {
+      if (known.has(name)) ownPart[name] = input[name];
+      else unknown.push({ parameter: name, detail: unknownDetail });
+    }
+    const named = new Set(early.map((error) => error.parameter));
+    const errors = [...fieldErrors(check.Errors(ownPart), ownPart, rules, order), ...unknown];
+    return [...early, ...errors.filter((error) => !named.has(error.parameter))];
   };
 }
 

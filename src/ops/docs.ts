@@ -2,14 +2,22 @@ import swagger, { type OpenAPIV3_2 } from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 import { VERSION } from '../config/version.ts';
-import { kib, URL_LIMIT } from '../http/limits.ts';
+import { NDJSON_TYPE } from '../http/body-parsers.ts';
+import { kib, MAX_BATCH, URL_LIMIT } from '../http/limits.ts';
 import { allowOnly } from '../http/methods.ts';
 import { type PolicyConfig, withPolicy } from '../http/policy.ts';
 import { PROBLEM_CONTENT_TYPE } from '../http/problem.ts';
 import { ERROR_MEANINGS, ProblemSchema } from '../http/schemas.ts';
 import { DOCS_CSP } from '../http/security-headers.ts';
 import { DOCS_CSS, pageDocument, pageHead } from './docs-page.ts';
-import { EVENT_FIELDS, FIELDS, type FieldName, isRecordField, RECORD_FIELDS } from '../record/fields.ts';
+import {
+  EVENT_FIELDS,
+  FIELDS,
+  type FieldName,
+  isRecordField,
+  RECORD_FIELDS,
+  type RecordField,
+} from '../record/fields.ts';
 
 interface Operation {
   operationId?: string;
@@ -38,6 +46,44 @@ function eventSchema(field: FieldName): Json {
   return spec.kind === 'text'
     ? { type: 'string' }
     : { type: 'string', pattern: `^[0-9]{1,${String(spec.max).length}}$` };
+}
+
+/**
+ * POST /users's body for many records at once. A single record's body is left to the query
+ * string's description, as for every other operation: the query string is the published form.
+ */
+function batchBody(): Json {
+  const value = (field: RecordField) => {
+    const spec = FIELDS[field];
+    return spec.kind === 'text' ? spec.example : Number(spec.example);
+  };
+  const record = {
+    type: 'object',
+    additionalProperties: false,
+    required: [...RECORD_FIELDS],
+    properties: Object.fromEntries(
+      RECORD_FIELDS.map((field) => {
+        const spec = FIELDS[field];
+        const schema =
+          spec.kind === 'text'
+            ? { type: 'string', minLength: spec.min, maxLength: spec.max }
+            : { type: 'integer', minimum: spec.min, maximum: spec.max };
+        return [field, schema];
+      }),
+    ),
+  };
+  const example = [Object.fromEntries(RECORD_FIELDS.map((field) => [field, value(field)]))];
+  return {
+    required: false,
+    description: `Many records at once, up to ${MAX_BATCH}: a JSON array, or one record object per line. The query string then carries only \`fields\`.`,
+    content: {
+      'application/json': { schema: { type: 'array', maxItems: MAX_BATCH, items: record }, example },
+      [NDJSON_TYPE]: {
+        schema: { type: 'string', description: 'One JSON record object per line.' },
+        example: example.map((item) => JSON.stringify(item)).join('\n'),
+      },
+    },
+  };
 }
 
 /** The example event's value of a field. */
@@ -178,6 +224,7 @@ export function shapeDocument(document: OpenApiObject, tokens: boolean): OpenApi
     for (const [method, operation] of Object.entries(item)) {
       const copy = published(operation, named) as Operation;
       delete copy.requestBody;
+      if (copy.operationId === 'createUser') copy.requestBody = batchBody();
       for (const parameter of copy.parameters ?? []) {
         if (parameter.in === 'path' && parameter.name === 'id') {
           parameter.schema = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER };

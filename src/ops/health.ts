@@ -13,6 +13,8 @@ const NoQuery = Type.Object({}, { additionalProperties: false });
 /** Whether the service is stopping: set on SIGTERM by src/serve.ts, read by `/readyz`. */
 export interface Lifecycle {
   draining: boolean;
+  /** Ends every open event stream, each telling its client to reconnect (set by buildApp; ops/hand-over.ts). */
+  endStreams?: () => void;
 }
 
 /**

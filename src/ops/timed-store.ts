@@ -31,6 +31,7 @@ export function timedStore(store: UserStore, durationsOf: DurationsOf): UserStor
     get: timed('get', store.get.bind(store)),
     create: timed('create', store.create.bind(store)),
     createOnce: timed('createOnce', store.createOnce.bind(store)),
+    createMany: timed('createMany', store.createMany.bind(store)),
     update: timed('update', store.update.bind(store)),
     remove: timed('remove', store.remove.bind(store)),
     version: timed('version', store.version.bind(store)),

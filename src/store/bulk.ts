@@ -36,6 +36,8 @@ export interface StoredKey {
   fingerprint: string;
   userId: number;
   createdAt: number;
+  /** Every record of a batch create, in order (the first is userId); absent for a single create. */
+  batch?: number[];
 }
 
 /**

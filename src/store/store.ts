@@ -97,6 +97,10 @@ export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
 export type CreateResult =
   { ok: true; user: User; replayed: boolean } | { ok: false; reason: 'key-reused' | 'record-deleted' };
 
+/** A batch create: every record stored, in order, or a refusal of its key (as CreateResult). */
+export type BatchCreateResult =
+  { ok: true; users: User[]; replayed: boolean } | { ok: false; reason: 'key-reused' | 'record-deleted' };
+
 export type ChangeKind = 'created' | 'updated' | 'deleted';
 
 /**
@@ -161,6 +165,11 @@ export interface UserStore {
    * IDEMPOTENCY_KEY_TTL_MS; it keeps the record's id, never its values.
    */
   createOnce(input: UserInput, idempotency: IdempotencyKey): Promise<CreateResult>;
+  /**
+   * Creates every record in one transaction, all or none, ids in the inputs' order, one change
+   * each. With a key, as createOnce: a retry with the same fingerprint gets the same records back.
+   */
+  createMany(inputs: UserInput[], idempotency?: IdempotencyKey): Promise<BatchCreateResult>;
   /** Changes the given fields (all three for a full replace). */
   update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Promise<WriteResult>;
   remove(id: number, precondition?: Precondition): Promise<WriteResult>;

@@ -1,5 +1,6 @@
 import { RECORD_FIELDS, type RecordField } from '../record/fields.ts';
 import {
+  type BatchCreateResult,
   type ChangeKind,
   type CreateResult,
   type HookCursor,
@@ -29,6 +30,8 @@ interface StepArgs {
   /** The record, read without a lock (for a replay). */
   get: { id: number };
   insert: { input: UserInput };
+  /** Inserts the records in order, in one statement where the dialect can (ids in the inputs' order). */
+  insertMany: { inputs: readonly UserInput[] };
   /** Sets all three fields, raises the record's version and its updatedAt. */
   update: { id: number; input: UserInput };
   delete: { id: number };
@@ -38,7 +41,8 @@ interface StepArgs {
   pruneKeys: object;
   /** Deletes the key if it has expired, so a reused expired key can be stored again. */
   dropExpiredKey: { key: string };
-  rememberKey: { key: string; fingerprint: string; userId: number };
+  /** For a batch, `batch` lists every record it created (`userId` is the first). */
+  rememberKey: { key: string; fingerprint: string; userId: number; batch?: readonly number[] };
   /** A webhook URL's cursor and lease. */
   hookRow: { url: string };
   /** A cursor for a new URL, at the change version now. */
@@ -60,10 +64,12 @@ export interface HookRow {
   leaseLive: boolean;
 }
 
-/** A remembered key: the fingerprint of the input it came with and the record it created. */
+/** A remembered key: the fingerprint of the input it came with and the record (or records) it created. */
 export interface KeyRow {
   fingerprint: string;
   userId: number;
+  /** Every record a batch created, in order; absent for a single create. */
+  batch?: number[];
 }
 
 /** What each step answers. */
@@ -71,6 +77,7 @@ export interface StepResults {
   lock: User | undefined;
   get: User | undefined;
   insert: User;
+  insertMany: User[];
   update: User;
   delete: undefined;
   findKey: KeyRow | undefined;
@@ -89,10 +96,10 @@ export interface StepResults {
 export type StepName = keyof StepArgs;
 export type Step = { [K in StepName]: { op: K } & StepArgs[K] }[StepName];
 
-/** What a program ends with: its answer, and the change it made, if any. */
+/** What a program ends with: its answer, and the changes it made, in order. */
 export interface Outcome<T> {
   value: T;
-  change?: { kind: ChangeKind; user: User };
+  changes?: ReadonlyArray<{ kind: ChangeKind; user: User }>;
 }
 
 export type Program<T> = Generator<Step, Outcome<T>, unknown>;
@@ -106,6 +113,7 @@ function* run<K extends StepName>(step: { op: K } & StepArgs[K]): Generator<Step
 export type WriteRequest =
   | { kind: 'create'; input: UserInput }
   | { kind: 'createOnce'; input: UserInput; key: IdempotencyKey }
+  | { kind: 'createMany'; inputs: UserInput[]; key?: IdempotencyKey }
   | { kind: 'update'; id: number; changes: Partial<UserInput>; precondition?: Precondition }
   | { kind: 'remove'; id: number; precondition?: Precondition }
   | { kind: 'claimHook'; url: string; owner: string; leaseMs: number }
@@ -132,9 +140,9 @@ const CHANGES_AT_END = atEnd(
 );
 const IDS_AT_END = atEnd(`The last id is at its end (${MAX_ID}): no more records can be created in this database.`);
 
-/** Refuses a create when the next id would pass MAX_ID. */
-function* idLeft(): Generator<Step, Outcome<AtEnd> | undefined, unknown> {
-  return (yield* run({ op: 'lastId' })) >= MAX_ID ? IDS_AT_END : undefined;
+/** Refuses a create of `count` records when the last of them would pass MAX_ID. */
+function* idLeft(count = 1): Generator<Step, Outcome<AtEnd> | undefined, unknown> {
+  return (yield* run({ op: 'lastId' })) + count > MAX_ID ? IDS_AT_END : undefined;
 }
 
 const NOT_FOUND = { ok: false, reason: 'not-found' } as const;
@@ -147,16 +155,29 @@ function* create(input: UserInput): Program<User | AtEnd> {
   const full = yield* idLeft();
   if (full !== undefined) return full;
   const user = yield* run({ op: 'insert', input });
-  return { value: user, change: { kind: 'created', user } };
+  return { value: user, changes: [{ kind: 'created', user }] };
 }
 
 /** What a remembered key means for a request with this fingerprint; a read, so it runs anywhere. */
 export function* remembered(key: IdempotencyKey): Generator<Step, CreateResult | undefined, unknown> {
+  const known = yield* rememberedBatch(key);
+  if (known === undefined || !known.ok) return known;
+  const [user] = known.users;
+  return { ok: true, user: user as User, replayed: true };
+}
+
+/** The same for a batch: every record it created, as they are now (a refusal if any was deleted). */
+export function* rememberedBatch(key: IdempotencyKey): Generator<Step, BatchCreateResult | undefined, unknown> {
   const row = yield* run({ op: 'findKey', key: key.key });
   if (row === undefined) return undefined;
   if (row.fingerprint !== key.fingerprint) return { ok: false, reason: 'key-reused' };
-  const user = yield* run({ op: 'get', id: row.userId });
-  return user === undefined ? { ok: false, reason: 'record-deleted' } : { ok: true, user, replayed: true };
+  const users: User[] = [];
+  for (const id of row.batch ?? [row.userId]) {
+    const user = yield* run({ op: 'get', id });
+    if (user === undefined) return { ok: false, reason: 'record-deleted' };
+    users.push(user);
+  }
+  return { ok: true, users, replayed: true };
 }
 
 function* createOnce(
@@ -176,7 +197,38 @@ function* createOnce(
   yield* run({ op: 'dropExpiredKey', key: key.key });
   const user = yield* run({ op: 'insert', input });
   yield* run({ op: 'rememberKey', key: key.key, fingerprint: key.fingerprint, userId: user.id });
-  return { value: { ok: true, user, replayed: false }, change: { kind: 'created', user } };
+  return { value: { ok: true, user, replayed: false }, changes: [{ kind: 'created', user }] };
+}
+
+/**
+ * Several records in one transaction, all or none, ids in the inputs' order; with a key, as
+ * createOnce does for one (the key remembers every record the batch created).
+ */
+function* createMany(
+  inputs: readonly UserInput[],
+  key: IdempotencyKey | undefined,
+  prune: boolean,
+  version: number,
+): Program<BatchCreateResult | AtEnd> {
+  if (key !== undefined) {
+    const known = yield* rememberedBatch(key);
+    if (known !== undefined) return { value: known };
+  }
+  if (inputs.length === 0) return { value: { ok: true, users: [], replayed: false } };
+  if (version + inputs.length > MAX_ID) return CHANGES_AT_END;
+  const full = yield* idLeft(inputs.length);
+  if (full !== undefined) return full;
+  const users = yield* run({ op: 'insertMany', inputs });
+  if (key !== undefined) {
+    if (prune) yield* run({ op: 'pruneKeys' });
+    yield* run({ op: 'dropExpiredKey', key: key.key });
+    const batch = users.map((user) => user.id);
+    yield* run({ op: 'rememberKey', key: key.key, fingerprint: key.fingerprint, userId: batch[0] as number, batch });
+  }
+  return {
+    value: { ok: true, users, replayed: false },
+    changes: users.map((user) => ({ kind: 'created' as const, user })),
+  };
 }
 
 function* update(
@@ -198,7 +250,7 @@ function* update(
   const input: Partial<Record<RecordField, unknown>> = {};
   for (const field of RECORD_FIELDS) input[field] = changes[field] ?? current[field];
   const user = yield* run({ op: 'update', id, input: input as UserInput });
-  return { value: { ok: true, user }, change: { kind: 'updated', user } };
+  return { value: { ok: true, user }, changes: [{ kind: 'updated', user }] };
 }
 
 function* remove(
@@ -211,7 +263,7 @@ function* remove(
   if (!preconditionHolds(precondition, current)) return { value: PRECONDITION_FAILED };
   if (!changesLeft) return CHANGES_AT_END;
   yield* run({ op: 'delete', id });
-  return { value: { ok: true, user: current }, change: { kind: 'deleted', user: current } };
+  return { value: { ok: true, user: current }, changes: [{ kind: 'deleted', user: current }] };
 }
 
 function* claimHook(url: string, owner: string, leaseMs: number): Program<HookCursor | undefined> {
@@ -250,6 +302,14 @@ function* advanceHook(
 export class WriteRules {
   #prunedAt = 0;
 
+  /** Whether this keyed create should delete the expired keys (at most once per PRUNE_INTERVAL_MS). */
+  #prune(): boolean {
+    const now = Date.now();
+    if (now - this.#prunedAt < PRUNE_INTERVAL_MS) return false;
+    this.#prunedAt = now;
+    return true;
+  }
+
   /**
    * The program of a request, in a transaction whose change version is `version` so far: a write
    * that would take it past MAX_ID is refused (a keyed create only once its key is found new, so
@@ -261,12 +321,10 @@ export class WriteRules {
     switch (request.kind) {
       case 'create':
         return changesLeft ? create(request.input) : ended();
-      case 'createOnce': {
-        const now = Date.now();
-        const prune = now - this.#prunedAt >= PRUNE_INTERVAL_MS;
-        if (prune) this.#prunedAt = now;
-        return createOnce(request.input, request.key, prune, changesLeft);
-      }
+      case 'createOnce':
+        return createOnce(request.input, request.key, this.#prune(), changesLeft);
+      case 'createMany':
+        return createMany(request.inputs, request.key, request.key !== undefined && this.#prune(), version);
       case 'update':
         return update(request.id, request.changes, request.precondition, changesLeft);
       case 'remove':

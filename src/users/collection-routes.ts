@@ -3,8 +3,9 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { jsonResponse, problemResponses } from '../http/schemas.ts';
 import type { ListFilter, User, UserStore } from '../store/store.ts';
 import { FullListing } from './full-listing.ts';
-import { checkIdempotencyKey, createIdempotently } from './idempotency.ts';
-import { normalizeInput } from './input.ts';
+import { batchOf, checkedBatch } from './batch.ts';
+import { batchFingerprintOf, checkIdempotencyKey, createIdempotently, refusedKey } from './idempotency.ts';
+import { normalizeCreateInput, normalizeInput } from './input.ts';
 import { ETAG, FORMS, NOT_MODIFIED, TAGS } from './openapi.ts';
 import { envelopeJson, JSON_TYPE, sendUsers, userEtag } from './present.ts';
 import { RECORD_FIELDS } from '../record/fields.ts';
@@ -13,6 +14,9 @@ import { valuesOf } from '../record/rules.ts';
 import { listingStream, streamedEtag, versionEtag } from './listing.ts';
 import { contentEtag } from '../http/conditional.ts';
 import { encodeCursor, parseListing, wantsCount } from './query.ts';
+import { Type } from 'typebox';
+import { NDJSON_TYPE } from '../http/body-parsers.ts';
+import { BATCH_BODY_LIMIT, MAX_BATCH } from '../http/limits.ts';
 import { CreateHeaders, FullInputQuery, InputBody, ListHeaders, ListQuery, UsersEnvelope } from './schemas.ts';
 
 /** `GET /users` (all records, or filtered pages) and `POST /users`. */
@@ -91,24 +95,28 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
   api.post(
     '/users',
     {
-      preValidation: [preValidation, checkIdempotencyKey],
+      preValidation: [normalizeCreateInput, checkIdempotencyKey],
+      // A batch's query string carries only `fields`: it is checked with the records (batch.ts),
+      // and the single create's schema, which requires the fields, is not held against it.
+      attachValidation: true,
+      bodyLimit: BATCH_BODY_LIMIT,
       schema: {
         tags: TAGS,
         operationId: 'createUser',
-        summary: 'Create a record',
-        description:
-          'The parameters go in the query string (the original contract), or as a JSON or form body; not both. Answers 200 with the stored record and a `Location` header. With an `Idempotency-Key`, a retry with the same input within 24 hours stores nothing and gets the first answer again (with `Idempotent-Replayed: true`); the same key with other input answers 422.',
+        summary: 'Create a record, or many at once',
+        description: `The parameters go in the query string (the original contract), or as a JSON or form body; not both. Answers 200 with the stored record and a \`Location\` header. With an \`Idempotency-Key\`, a retry with the same input within 24 hours stores nothing and gets the first answer again (with \`Idempotent-Replayed: true\`); the same key with other input answers 422.\n\n**Many records at once:** a JSON array of record objects, or \`${NDJSON_TYPE}\` (one record object per line), up to ${MAX_BATCH} records (413 past it). All are stored or none, in one transaction, each checked by the same rules; a fault is named by its place (\`"parameter": "/3/age"\`, a JSON Pointer into the array). The answer holds every stored record in the array's order (ids rise in that order), one change event each; an \`Idempotency-Key\` covers the whole batch. The query string may then carry only \`fields\`.`,
         querystring: FullInputQuery,
         headers: CreateHeaders,
-        body: InputBody,
-        consumes: FORMS,
+        body: Type.Union([InputBody, Type.Array(InputBody, { maxItems: MAX_BATCH })]),
+        consumes: [...FORMS, NDJSON_TYPE],
         response: {
           200: jsonResponse(
             UsersEnvelope,
-            'The record just stored (or, for a replayed Idempotency-Key, as first stored).',
+            'The record just stored (or, for a replayed Idempotency-Key, as first stored); for many records at once, every record stored, in order, with no Location or ETag.',
             {
-              Location: 'The new record, /users/{id}.',
-              'Content-Location': 'The same: the body is a representation of the new record.',
+              Location: 'The new record, /users/{id} (not sent for many records).',
+              'Content-Location':
+                'The same: the body is a representation of the new record (not sent for many records).',
               ...ETAG,
               'Idempotent-Replayed':
                 '"true" when this is the remembered answer to an earlier request with the same Idempotency-Key.',
@@ -120,6 +128,18 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
     },
     async (request, reply) => {
       const query = request.query;
+      const batch = batchOf(request);
+      if (batch !== undefined) {
+        const inputs = checkedBatch(request, batch);
+        const fields = selectedFields(query.fields);
+        const key = request.headers['idempotency-key'] as string | undefined;
+        const idempotency = key === undefined ? undefined : { key, fingerprint: batchFingerprintOf(inputs, fields) };
+        const result = await store.createMany(inputs, idempotency);
+        if (!result.ok) throw refusedKey(result.reason, true);
+        if (result.replayed) reply.header('idempotent-replayed', 'true');
+        return sendUsers(reply, result.users, fields);
+      }
+      if (request.validationError !== undefined) throw request.validationError;
       const fields = selectedFields(query.fields);
       const key = request.headers['idempotency-key'];
       const { user, replayed } = await createIdempotently(store, valuesOf(query), fields, key);

@@ -34,6 +34,32 @@ export function fingerprintOf(input: UserInput, fields: readonly FieldName[]): s
   return createHash('sha256').update(canonical).digest('hex');
 }
 
+/** The same for a batch: every record's input in order, and the fields; never equal to a single create's. */
+export function batchFingerprintOf(inputs: readonly UserInput[], fields: readonly FieldName[]): string {
+  const canonical = JSON.stringify([
+    'batch',
+    inputs.map((input) => RECORD_FIELDS.map((field) => input[field])),
+    fields.join(','),
+  ]);
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+/** Refuses a key whose remembered request differs, or whose records were deleted since (as a single create's). */
+export function refusedKey(reason: 'key-reused' | 'record-deleted', batch = false): HttpError {
+  if (reason === 'record-deleted') {
+    return new HttpError(
+      'idempotency-key-record-deleted',
+      batch
+        ? 'A request with this Idempotency-Key already created these records, and one of them has since been deleted; nothing was stored. Send a new key to create them again.'
+        : 'A request with this Idempotency-Key already created a record, which has since been deleted; nothing was stored. Send a new key to create it again.',
+    );
+  }
+  return new HttpError(
+    'idempotency-key-reused',
+    'This Idempotency-Key was already used with other input; nothing was stored. Send a new key for a new request.',
+  );
+}
+
 /** Creates the record, or, for a remembered Idempotency-Key, answers as the first time (422 for other input). */
 export async function createIdempotently(
   store: UserStore,
@@ -44,14 +70,5 @@ export async function createIdempotently(
   if (key === undefined) return { user: await store.create(input), replayed: false };
   const result = await store.createOnce(input, { key, fingerprint: fingerprintOf(input, fields) });
   if (result.ok) return result;
-  if (result.reason === 'record-deleted') {
-    throw new HttpError(
-      'idempotency-key-record-deleted',
-      'A request with this Idempotency-Key already created a record, which has since been deleted; nothing was stored. Send a new key to create it again.',
-    );
-  }
-  throw new HttpError(
-    'idempotency-key-reused',
-    'This Idempotency-Key was already used with other input; nothing was stored. Send a new key for a new request.',
-  );
+  throw refusedKey(result.reason);
 }

@@ -1,8 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { bodySize } from '../http/body-parsers.ts';
+import { BODY_LIMIT, kib } from '../http/limits.ts';
 import { HttpError } from '../http/problem.ts';
 import { addParamErrors, MAX_PARAMETERS, paramErrors, tooManyParameters } from '../http/query-string.ts';
 import { fieldList, isRecordField, RECORD_FIELDS } from '../record/fields.ts';
 import { normalizeValue } from '../record/rules.ts';
+import { holdBatch } from './batch.ts';
 
 const SEND_ONE_WAY = `is in the query string but the request has a body; send ${fieldList(RECORD_FIELDS, 'and')} one way`;
 
@@ -42,5 +45,34 @@ export function normalizeInput(request: FastifyRequest, _reply: FastifyReply, do
   for (const field of RECORD_FIELDS) {
     if (query[field] !== undefined) query[field] = normalizeValue(field, query[field]);
   }
+  done();
+}
+
+/**
+ * POST /users: an array body (a JSON array, or NDJSON lines) is a batch, checked record by record
+ * in the handler (batch.ts); the query string then carries only `fields`. Any other body is one
+ * record, as for every other route.
+ */
+export function normalizeCreateInput(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done: (error?: Error) => void,
+): void {
+  if (!Array.isArray(request.body)) {
+    // The route reads bodies up to BATCH_BODY_LIMIT for batches; one record keeps every route's limit.
+    if (bodySize(request) > BODY_LIMIT) {
+      const detail = `The body of one record is larger than the service accepts (${kib(BODY_LIMIT)}).`;
+      return done(new HttpError('payload-too-large', detail));
+    }
+    return normalizeInput(request, reply, done);
+  }
+  const query = request.query as Record<string, unknown>;
+  addParamErrors(
+    query,
+    Object.keys(query)
+      .filter(isRecordField)
+      .map((parameter) => ({ parameter, detail: SEND_ONE_WAY })),
+  );
+  holdBatch(request, request.body as unknown[]);
   done();
 }

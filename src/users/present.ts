@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { parseEntityTags } from '../http/conditional.ts';
+import { parseEntityTags, uncodedOpaque } from '../http/conditional.ts';
 import { fingerprint } from '../store/fingerprint.ts';
 import type { Precondition, User } from '../store/store.ts';
 import type { FieldName } from '../record/fields.ts';
@@ -33,14 +33,14 @@ const RECORD_ETAG = /^"([1-9][0-9]*)-[1-9][0-9]*\.([A-Za-z0-9_-]{16})"$/;
 /**
  * What an If-Match header requires of record `id`, as data for the store: `*` takes any stored
  * version; otherwise the contents named by this record's strong ETags (a weak tag, or another
- * record's, never matches).
+ * record's, never matches), also as a compressed answer named them (`"...-gzip"`: the same content).
  */
 export function preconditionOf(ifMatch: string, id: number): Precondition {
   const tags = parseEntityTags(ifMatch);
   if (tags === '*') return { anyVersion: true };
   const fingerprints: string[] = [];
   for (const tag of tags) {
-    const match = RECORD_ETAG.exec(tag.opaque);
+    const match = RECORD_ETAG.exec(uncodedOpaque(tag.opaque));
     if (!tag.weak && match !== null && match[1] === String(id)) fingerprints.push(match[2] as string);
   }
   return { fingerprints };

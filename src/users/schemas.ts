@@ -198,6 +198,9 @@ export const ListQuery = Type.Object(
 /** POST and PUT: every field. They may come in the query string or in a body, not both. */
 export const FullInputQuery = Type.Object({ ...INPUT, fields: Type.Optional(Fields) }, strict);
 
+/** One record of a batch create: its fields, all required, nothing else. */
+export const RecordInput = Type.Object(INPUT, strict);
+
 /** PATCH: at least one of the fields. */
 export const PatchInputQuery = Type.Object(
   {

@@ -2,7 +2,8 @@
 // /admin was served; a page that names a file or a setting that is gone misleads in the same way.
 // Each page is read for: paths from the top folders (`src/...`, `test/...`, `docs/...`), file names
 // in backticks (`health.ts`, `http/errors.ts`), and upper-case names with an underscore
-// (`DATABASE_URL`, `PROBLEM_CASES`) or assigned in a command (`PORT=8080`).
+// (`DATABASE_URL`, `PROBLEM_CASES`) or assigned in a command (`PORT=8080`). OpenTelemetry's standard
+// variables (`OTEL_SERVICE_NAME`) are read by its SDK: named in the SDK's code is enough for them.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -44,6 +45,19 @@ const ENVIRONMENT = new Set(
   ]).map((match) => match[1] ?? match[2] ?? match[3]),
 );
 const SETTING_NAMES = new Set(Object.values(SETTINGS).map((setting) => setting.env));
+/**
+ * The code of the installed OpenTelemetry SDK, which reads the standard `OTEL_*` variables itself
+ * (docs/operations.md#traces): a page may name one of those when the SDK's code names it.
+ */
+const OTEL_SDK = ['core', 'sdk-trace-base', 'otlp-exporter-base', 'resources']
+  .map((pkg) => `node_modules/@opentelemetry/${pkg}/build/src`)
+  .flatMap((dir) =>
+    readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.js'))
+      .map((file) => read(join(dir, file))),
+  )
+  .join('\n');
+const sdkReads = (name: string) => name.startsWith('OTEL_') && OTEL_SDK.includes(`'${name}'`);
 
 /** What a page may name that is neither in the repository nor in the code, and why. */
 const EXCEPTIONS: ReadonlyArray<{ page: string; name: string; reason: string }> = [
@@ -125,7 +139,7 @@ describe('every file and setting the docs name exists', () => {
           .filter((name) => !SETTING_NAMES.has(name) && !ENVIRONMENT.has(name))
           .map((name) => `${name}= (set in a command)`),
         ...named.filter((name) => !SETTING_NAMES.has(name) && !DECLARED.has(name) && !ENVIRONMENT.has(name)),
-      ].filter((name) => !excepted(page, name.split('=')[0] ?? name));
+      ].filter((name) => !excepted(page, name.split('=')[0] ?? name) && !sdkReads(name.split('=')[0] ?? name));
       assert.deepEqual([...new Set(unknown)], [], `${page} names settings or constants that do not exist`);
     });
   }

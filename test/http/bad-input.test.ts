@@ -105,7 +105,14 @@ const rows: Row[] = [
     body: '{"name":"A","age":1,"city":"C","x":1}',
     parameters: ['x'],
   },
-  { name: 'JSON array body', path: '/users', headers: JSON_TYPE, body: '[{"name":"A","age":1,"city":"C"}]' },
+  // An array is a batch of records (batch-create.test.ts), refused when one of them is bad.
+  {
+    name: 'JSON array body with a bad record',
+    path: '/users',
+    headers: JSON_TYPE,
+    body: '[{"name":"A","age":1,"city":"C"},{"name":"A","age":1,"city":"C","x":1}]',
+    parameters: ['/1/x'],
+  },
   { name: 'JSON string body', path: '/users', headers: JSON_TYPE, body: '"name=A"' },
   { name: 'JSON null body', path: '/users', headers: JSON_TYPE, body: 'null' },
   { name: 'JSON syntax error', path: '/users', headers: JSON_TYPE, body: '{"name":"A",' },

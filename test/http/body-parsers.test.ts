@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { repeatedTopLevelKeys } from '../../src/http/body-parsers.ts';
+import { repeatedKeys } from '../../src/http/body-parsers.ts';
 
-describe('repeatedTopLevelKeys', () => {
+describe('repeatedKeys', () => {
   const rows: Array<[string, string, string[]]> = [
     ['no repeats', '{"name":"a","age":1,"city":"b"}', []],
     ['a repeated key', '{"name":"a","name":"b"}', ['name']],
@@ -16,10 +16,32 @@ describe('repeatedTopLevelKeys', () => {
     ['white space around tokens', '{ "a" : 1 ,\n "a" : 2 }', ['a']],
     ['an empty object', '{}', []],
   ];
+  // A batch: each object of the array by its place; keys across objects are not repeats.
+  const arrays: Array<[string, string, Array<[number, string[]]>]> = [
+    ['no repeats in a batch', '[{"name":"a"},{"name":"b"}]', []],
+    ['a repeat in the second object', '[{"a":1},{"a":1,"a":2},{"a":3}]', [[1, ['a']]]],
+    [
+      'repeats in two objects',
+      '[{"b":1,"b":2},{"c":1},{"d":1,"d":2,"d":3}]',
+      [
+        [0, ['b']],
+        [2, ['d']],
+      ],
+    ],
+    ['nested keys in a batch do not count', '[{"a":{"x":1,"x":2}},{"a":[{"x":1,"x":2}]}]', []],
+    ['values that are not objects keep their places', '[1,"a,b",[2,3],{"a":1,"a":2}]', [[3, ['a']]]],
+    ['an empty array', '[]', []],
+  ];
+  for (const [name, text, expected] of arrays) {
+    it(name, () => {
+      JSON.parse(text);
+      assert.deepEqual([...repeatedKeys(text)], expected);
+    });
+  }
   for (const [name, text, expected] of rows) {
     it(name, () => {
       JSON.parse(text); // every row is valid JSON, as the function requires
-      assert.deepEqual(repeatedTopLevelKeys(text), expected);
+      assert.deepEqual(repeatedKeys(text).get(0) ?? [], expected);
     });
   }
 });

@@ -11,6 +11,7 @@ import { type InProcessApp, startApp } from '../helpers/app.ts';
 import { BACKENDS, type Backend } from '../helpers/backends.ts';
 import { axeViolations, launchBrowser, needsChromium, type PageWatch, watchedPage } from '../helpers/browser.ts';
 import { CHROMIUM } from '../helpers/chromium.ts';
+import { until } from '../helpers/page-poll.ts';
 import { runCli } from '../helpers/cli.ts';
 import { scaled } from '../helpers/scale.ts';
 import { tempDir } from '../helpers/server.ts';
@@ -347,11 +348,8 @@ for (const backend of BACKENDS) {
       await page.keyboard.press('Escape');
       await page.getByRole('alertdialog').waitFor({ state: 'detached', timeout: WAIT_MS });
       // Focus goes back to the button that opened the dialog.
-      await page.waitForFunction(
-        "document.activeElement?.getAttribute('aria-label')?.startsWith('Delete record')",
-        undefined,
-        { timeout: WAIT_MS },
-      );
+      const back = "document.activeElement?.getAttribute('aria-label')?.startsWith('Delete record') === true";
+      assert.ok(await until(page, back, WAIT_MS), 'focus did not go back to the Delete button');
       await page.close();
     });
 
@@ -471,11 +469,8 @@ for (const backend of BACKENDS) {
         await page.getByText(`of ${BURST.toLocaleString('en')} matching`).waitFor({ timeout: WAIT_MS });
         const listed = await fetch(`${service.url}/users?city=Burstford&limit=25&fields=id`);
         const expected = ((await listed.json()) as { data: Array<{ id: number }> }).data.map(({ id }) => id).join();
-        await page.waitForFunction(
-          `[...document.querySelectorAll('tr[data-id]')].map((tr) => tr.dataset.id).join() === '${expected}'`,
-          undefined,
-          { timeout: WAIT_MS },
-        );
+        const shown = `[...document.querySelectorAll('tr[data-id]')].map((tr) => tr.dataset.id).join() === '${expected}'`;
+        assert.ok(await until(page, shown, WAIT_MS), 'the rows shown are not the first page of the listing');
         assert.equal(await page.getByText('Live: changes appear as they happen').count(), 1, 'still live');
         // Opened from now; each time the service ended it, resumed after the last change seen.
         assert.equal(streams[0], undefined);

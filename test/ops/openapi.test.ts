@@ -93,7 +93,17 @@ describe('OpenAPI document', () => {
     }
     const ageSchema = objectAt(query.get('age'), 'schema', 'the age parameter schema');
     assert.deepEqual(ageSchema, { type: 'integer', minimum: 0, maximum: 150 });
-    assert.equal(operation(doc, '/users', 'post').requestBody, undefined, 'a body beside required query fields');
+    // A body is documented only for what the query string cannot carry: many records at once.
+    const body = objectAt(operation(doc, '/users', 'post'), 'requestBody', 'POST /users requestBody');
+    assert.equal(body.required, false, 'the query string is the published form of one record');
+    const content = objectAt(body, 'content', 'requestBody.content');
+    assert.deepEqual(Object.keys(content).sort(), ['application/json', 'application/x-ndjson']);
+    const array = objectAt(objectAt(content, 'application/json', 'JSON'), 'schema', 'JSON schema');
+    assert.equal(array.type, 'array');
+    assert.equal(array.maxItems, 1000);
+    const record = objectAt(array, 'items', 'items');
+    assert.deepEqual(record.required, ['name', 'age', 'city']);
+    assert.equal(record.additionalProperties, false);
   });
 
   it('names its components, gives every operation its own operationId, and has servers and a license', () => {

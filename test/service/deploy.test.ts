@@ -2,15 +2,16 @@
 // systemd unit (systemd-analyze verify), compose and Kubernetes agreeing with the service's shutdown
 // settings, and nginx's site run in front of two real instances. No container engine runs here.
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { SETTINGS } from '../../src/config/settings.ts';
-import { freePort } from '../helpers/free-port.ts';
-import { startServer, tempDir } from '../helpers/server.ts';
-import { firstEvents } from '../helpers/sse.ts';
+import { nginxSkip, PUBLIC_NAME, type RunningNginx, startNginx } from '../helpers/nginx.ts';
+import { type RunningServer, startServer, tempDir } from '../helpers/server.ts';
+import { send, subscribe } from '../helpers/upgrade-load.ts';
+import { waitFor } from '../helpers/load.ts';
 
 const DEPLOY = new URL('../../deploy/', import.meta.url).pathname;
 const read = (file: string) => readFileSync(join(DEPLOY, file), 'utf8');
@@ -161,60 +162,40 @@ describe('the event stream through a proxy', () => {
     }
   });
 
-  const nginx = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((path) => existsSync(path));
   it(
-    `deploy/nginx/user-records.conf in front of two instances: events as they happen, and the other instance when one stops${nginx ? '' : ' (SKIPPED: nginx is not installed: apt-get install nginx-light)'}`,
-    { skip: nginx === undefined, timeout: 120_000 },
+    `deploy/nginx/user-records.conf in front of three instances: events as they happen, and the others when one stops${nginxSkip ? ` (${nginxSkip})` : ''}`,
+    { skip: nginxSkip, timeout: 120_000 },
     async () => {
       const data = tempDir();
-      const env = { DATABASE_URL: join(data.dir, 'users.db') };
-      const first = await startServer(env);
-      const second = await startServer(env);
-      let proxy: ChildProcess | undefined;
+      const env = { DATABASE_URL: join(data.dir, 'users.db'), ALLOWED_HOSTS: PUBLIC_NAME };
+      const servers = [await startServer(env), await startServer(env), await startServer(env)];
+      let proxy: RunningNginx | undefined;
       try {
-        const port = await freePort();
-        const site = read('nginx/user-records.conf')
-          .replace('app1:3000', new URL(first.url).host)
-          .replace('app2:3000', new URL(second.url).host)
-          .replace('listen 80;', `listen 127.0.0.1:${port};`);
-        assert.ok(site.includes(`listen 127.0.0.1:${port};`) && !/app[12]:/.test(site));
-        writeFileSync(join(data.dir, 'site.conf'), site);
-        mkdirSync(join(data.dir, 'temp'));
-        const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map(
-          (kind) => `${kind}_temp_path ${data.dir}/temp/${kind};`,
+        proxy = await startNginx(
+          join(data.dir, 'nginx'),
+          servers.map((server) => new URL(server.url).host),
         );
-        writeFileSync(
-          join(data.dir, 'nginx.conf'),
-          `daemon off; master_process off; pid ${data.dir}/nginx.pid; error_log ${data.dir}/error.log;\nevents { worker_connections 64; }\nhttp { access_log off; ${temp.join(' ')} include ${data.dir}/site.conf; }\n`,
-        );
-        proxy = spawn(
-          nginx as string,
-          ['-e', `${data.dir}/error.log`, '-p', data.dir, '-c', `${data.dir}/nginx.conf`],
-          { stdio: 'ignore' },
-        );
-        const base = `http://127.0.0.1:${port}`;
-        // nginx listens a moment after it starts; bounded: 300 tries, 100 ms apart.
-        let answered = 0;
-        for (let i = 0; i < 300 && answered !== 200; i++) {
-          answered = (await fetch(`${base}/healthz`).catch(() => undefined))?.status ?? 0;
-          if (answered !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-        assert.equal(answered, 200, 'nginx did not answer');
+        const agent = proxy.agent();
+        const get = (path: string, method = 'GET') =>
+          send((proxy as RunningNginx).url, agent, method, path, { host: PUBLIC_NAME });
 
         // An event written through the proxy arrives through it on an open stream, while it stays open.
-        const events = firstEvents(base, {}, 1);
+        const stream = subscribe(proxy.url, () => (proxy as RunningNginx).agent(), Date.now() + 60_000, {
+          host: PUBLIC_NAME,
+        });
         await new Promise((resolve) => setTimeout(resolve, 200));
-        assert.equal((await fetch(`${base}/users?name=Ann&age=30&city=Oslo`, { method: 'POST' })).status, 200);
-        const [event] = await events;
-        assert.equal(event?.event, 'user.created');
+        assert.equal((await get('/users?name=Ann&age=30&city=Oslo', 'POST')).status, 200);
+        assert.ok(await waitFor(() => stream.createdNames.includes('Ann'), 60_000), 'the event did not come through');
+        assert.equal(stream.reconnects, 0, 'the stream was ended');
+        stream.stop();
 
-        // One instance stops: every request still gets its answer, from the other.
-        assert.equal(await first.stop('SIGTERM'), 0);
-        for (let i = 0; i < 4; i++) assert.equal((await fetch(`${base}/users`)).status, 200);
+        // One instance stops: every request still gets its answer, from the others.
+        assert.equal(await (servers[0] as RunningServer).stop('SIGTERM'), 0);
+        for (let i = 0; i < 6; i++) assert.equal((await get('/users')).status, 200);
+        agent.destroy();
       } finally {
-        proxy?.kill('SIGTERM');
-        await first.stop('SIGKILL');
-        await second.stop();
+        await proxy?.stop();
+        for (const server of servers) await server.stop('SIGKILL');
         data.cleanup();
       }
     },

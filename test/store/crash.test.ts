@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
 import { describe, it } from 'node:test';
-import Sqlite from 'better-sqlite3';
+import { openBetterSqlite } from '../../src/store/sqlite/native-objects.ts';
 import { BACKENDS } from '../helpers/backends.ts';
 import { call } from '../helpers/http.ts';
 import { waitFor } from '../helpers/load.ts';
@@ -26,7 +26,7 @@ const MIN_PER_ROUND = 10;
 
 /** Opens the killed server's file directly: integrity, then the rows it holds, in id order. */
 function inspectSqlite(path: string): Listed[] {
-  const db = new Sqlite(path, { fileMustExist: true, readonly: true });
+  const db = openBetterSqlite(path, { fileMustExist: true, readonly: true });
   try {
     assert.deepEqual(db.pragma('integrity_check', { simple: true }), 'ok', `integrity_check of ${path}`);
     assert.deepEqual(db.pragma('foreign_key_check'), [], `foreign_key_check of ${path}`);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openBetterSqlite } from '../../src/store/sqlite/native-objects.ts';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/load.ts';
@@ -20,7 +21,7 @@ describe('database faults', () => {
     const store = await openSqliteStore(path, { busyTimeoutMs: 50 });
     app = await buildApp({ ...loadConfig({}, []), logLevel: 'silent' }, { store });
     app.addHook('onClose', async () => store.close());
-    other = new Database(path);
+    other = openBetterSqlite(path);
   });
   after(async () => {
     other.close();

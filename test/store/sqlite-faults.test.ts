@@ -3,7 +3,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readdirSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import Database from 'better-sqlite3';
+import { openBetterSqlite } from '../../src/store/sqlite/native-objects.ts';
 import { assertProblem, call, createUser } from '../helpers/http.ts';
 import { mountExt4, mountSkip, mountTmpfs } from '../helpers/mounts.ts';
 import { type RunningServer, startServer, tempDir } from '../helpers/server.ts';
@@ -66,7 +66,7 @@ describe('SQLite files changed under a running service', () => {
     // What the deleted file held is saved beside it, and its orphaned log no longer sits at the path.
     const rescued = readdirSync(data.dir).filter((file) => file.startsWith('deleted.db.rescued-'));
     assert.equal(rescued.length, 1, readdirSync(data.dir).join(' '));
-    const copy = new Database(join(data.dir, rescued[0] as string), { readonly: true });
+    const copy = openBetterSqlite(join(data.dir, rescued[0] as string), { readonly: true });
     try {
       assert.deepEqual(copy.prepare('SELECT name FROM users ORDER BY id').pluck().all(), [
         'before0',

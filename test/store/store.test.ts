@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
-import Database from 'better-sqlite3';
+import { openBetterSqlite } from '../../src/store/sqlite/native-objects.ts';
 import pg from 'pg';
 import { parseDatabaseUrl } from '../../src/config/load.ts';
 import { fingerprint } from '../../src/store/fingerprint.ts';
@@ -664,7 +664,7 @@ for (const backend of persistent) {
 /** The columns of idempotency_keys, sorted: a key must keep no value of its record. */
 async function keyColumns(url: string): Promise<string[]> {
   if (!url.startsWith('postgres')) {
-    const db = new Database(url, { readonly: true });
+    const db = openBetterSqlite(url, { readonly: true });
     try {
       return (db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all('idempotency_keys') as string[]).sort();
     } finally {
@@ -688,7 +688,7 @@ async function keyColumns(url: string): Promise<string[]> {
 async function migrationVersions(url: string): Promise<number[]> {
   const query = 'SELECT version FROM schema_migrations ORDER BY version';
   if (!url.startsWith('postgres')) {
-    const db = new Database(url, { readonly: true });
+    const db = openBetterSqlite(url, { readonly: true });
     try {
       return (db.prepare(query).pluck().all() as number[]).map(Number);
     } finally {
@@ -706,7 +706,7 @@ async function migrationVersions(url: string): Promise<number[]> {
 
 async function addFutureMigration(url: string): Promise<void> {
   if (!url.startsWith('postgres')) {
-    const db = new Database(url);
+    const db = openBetterSqlite(url);
     db.prepare("INSERT INTO schema_migrations VALUES (999, 'future', 'x')").run();
     db.close();
     return;
@@ -724,7 +724,7 @@ async function addFutureMigration(url: string): Promise<void> {
  */
 async function runSql(url: string, sql: { sqlite: string; postgres: string }): Promise<void> {
   if (!url.startsWith('postgres')) {
-    const db = new Database(url);
+    const db = openBetterSqlite(url);
     try {
       db.exec(sql.sqlite);
     } finally {
@@ -754,7 +754,7 @@ function ageKeys(url: string, hours: number): Promise<void> {
 async function keyCount(url: string): Promise<number> {
   const query = 'SELECT count(*) AS n FROM idempotency_keys';
   if (!url.startsWith('postgres')) {
-    const db = new Database(url, { readonly: true });
+    const db = openBetterSqlite(url, { readonly: true });
     try {
       return Number((db.prepare(query).get() as { n: number }).n);
     } finally {

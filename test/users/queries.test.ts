@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import BetterSqlite from 'better-sqlite3';
+import { openBetterSqlite } from '../../src/store/sqlite/native-objects.ts';
 import fc from 'fast-check';
 import { parseDatabaseUrl } from '../../src/config/load.ts';
 import { type Dialect, listQuery } from '../../src/store/list-sql.ts';
@@ -545,7 +545,7 @@ describe('a cursor page of several keys starts in the index of the first key [sq
     try {
       const file = `${scratch.dir}/users.db`;
       await (await openSqliteStore(file)).close();
-      const db = new BetterSqlite(file, { readonly: true });
+      const db = openBetterSqlite(file, { readonly: true });
       try {
         for (const first of fields) {
           for (const second of fields.filter((field) => field !== first)) {

@@ -4,7 +4,7 @@
 //   node --import tsx bench/peers/directus/try.ts --auth-check   (read one with and without the token, alternately)
 // Installs Directus if needed, then for SQLite (and PostgreSQL, in a throwaway cluster) at 1k and 10k
 // records: prepare(), start under `taskset -c 1`, check the listing bytes, warm it with 20 s of
-// untimed reads, and load each workload with autocannon from this process (pinned to CPU 0),
+// untimed reads, and load each workload with wrk (pinned to CPU 0, as this process is),
 // 10 connections, 1 s warm-up (5 s for create) + 4 s measured.
 // Then SQLite at 1M records: seeding time, start-up, RSS at rest, read one, and one full listing.
 // Figures are printed and written to bench/peers/directus/data/last-try.json (git-ignored).
@@ -21,6 +21,7 @@ import { pinCpus } from '../../cpu-pinning.ts';
 import { type LoadResult, runLoad } from '../../load.ts';
 import { resetPeak, statusMB, waitIdle } from '../../proc-stats.ts';
 import { listingBody } from '../../seed-data.ts';
+import { wrkOrExit } from '../../wrk.ts';
 import {
   type DirectusRequestOptions,
   type DirectusSystemSpec,
@@ -52,6 +53,7 @@ const timing = {
   maxDurationMs: 10_000,
 };
 const serverWarmupMs = Number(flags['server-warmup-ms']);
+const wrk = wrkOrExit('try', log);
 // Creates get a longer warm-up of their own: their code path (activity, revisions) is not warmed by reads.
 const CREATE_WARMUP_MS = 5_000;
 // Everything is bounded: a run that is still going after this gives up.
@@ -179,7 +181,9 @@ async function load(spec: DirectusSystemSpec, server: ChildServer, records: numb
   if (step.workload === 'list') await fetchAll(server.url + spec.listPath);
   const result = await runLoad({
     url: server.url,
-    requests: () => spec.requests(step.workload, records, step.options),
+    plan: spec.requests(step.workload, records, step.options),
+    wrk,
+    dir: work,
     ...timing,
     warmupMs: step.workload === 'create' ? CREATE_WARMUP_MS : timing.warmupMs,
     pid: server.pid,
@@ -225,7 +229,9 @@ async function stage(spec: DirectusSystemSpec, records: number, steps: Step[], f
     if (serverWarmupMs > 0) {
       const warm = await runLoad({
         url: server.url,
-        requests: () => spec.requests('read', records),
+        plan: spec.requests('read', records),
+        wrk,
+        dir: work,
         ...timing,
         warmupMs: 0,
         durationMs: serverWarmupMs,

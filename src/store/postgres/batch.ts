@@ -109,7 +109,7 @@ export class PostgresBatch {
       const at = new Date();
       for (const job of jobs) {
         const outcome = await runAwaiting(this.#rules.program(job.request, version), (step) => execStep(client, step));
-        if (outcome.change !== undefined) changes.push({ version: ++version, ...outcome.change, at });
+        for (const made of outcome.changes ?? []) changes.push({ version: ++version, ...made, at });
         values.push(outcome.value);
       }
       // The log in the changes' own transaction; the version is ours, a safe integer: one round trip

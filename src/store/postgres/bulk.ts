@@ -20,6 +20,7 @@ import {
 } from '../columns.ts';
 import { DEFAULT_CHANGES_RETENTION_MS, type UserInput } from '../store.ts';
 import { copyIn, type CopyIn, copyOut, copyText } from './copy-text.ts';
+import { batchIds, keyRow, storedKey } from '../keys.ts';
 import { guarded } from './errors.ts';
 import { openPool } from './pool.ts';
 import { CHANGES_CHANNEL } from './batch.ts';
@@ -285,18 +286,14 @@ class PostgresBulk implements BulkStore {
             key: string;
             fingerprint: string;
             user_id: string;
+            batch_ids: string | null;
             created_at: Date;
           }>(
-            'SELECT key, fingerprint, user_id, created_at FROM idempotency_keys WHERE key > $1 ORDER BY key COLLATE "C" LIMIT $2',
+            'SELECT key, fingerprint, user_id, batch_ids, created_at FROM idempotency_keys WHERE key > $1 ORDER BY key COLLATE "C" LIMIT $2',
             [after, BATCH],
           );
           if (page.length === 0) return;
-          yield page.map((row): StoredKey => ({
-            key: row.key,
-            fingerprint: row.fingerprint,
-            userId: Number(row.user_id),
-            createdAt: row.created_at.getTime(),
-          }));
+          yield page.map((row): StoredKey => storedKey(row.key, keyRow(row), row.created_at.getTime()));
           after = page.at(-1)?.key as string;
         }
       },
@@ -333,12 +330,13 @@ class PostgresBulk implements BulkStore {
       addKeys: async (rows) => {
         if (rows.length === 0) return;
         await client.query(
-          `INSERT INTO idempotency_keys (key, fingerprint, user_id, created_at)
-           SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::timestamptz[])`,
+          `INSERT INTO idempotency_keys (key, fingerprint, user_id, batch_ids, created_at)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[])`,
           [
             rows.map((k) => k.key),
             rows.map((k) => k.fingerprint),
             rows.map((k) => k.userId),
+            rows.map((k) => batchIds(k.batch)),
             rows.map((k) => iso(k.createdAt)),
           ],
         );

@@ -206,6 +206,13 @@ const MIGRATIONS: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 8,
+    name: 'idempotency_keys of batch creates',
+    // A POST /users of several records remembers them all under its key, in order (a JSON array of
+    // ids); NULL for a single create, whose record is user_id.
+    sql: 'ALTER TABLE idempotency_keys ADD COLUMN batch_ids TEXT',
+  },
 ];
 
 /** Any fixed number works; it only has to be the same in every instance of the service. */

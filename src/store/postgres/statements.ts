@@ -2,7 +2,8 @@ import type { Pool, PoolClient, QueryConfig } from 'pg';
 import { FIELDS, RECORD_FIELDS } from '../../record/fields.ts';
 import { CHANGE_COLUMNS, USER_COLUMNS, userReader, type UserRow, WRITTEN_COLUMNS, writtenValues } from '../columns.ts';
 import { type Change, type ChangeKind, IDEMPOTENCY_KEY_TTL_MS } from '../store.ts';
-import type { HookRow, KeyRow, Step } from '../write-rules.ts';
+import { batchIds, keyRow } from '../keys.ts';
+import type { HookRow, Step } from '../write-rules.ts';
 
 /** A users row as node-postgres returns it (BIGINT ids as strings, TIMESTAMPTZ as Date) as a User. */
 export const toUser = userReader({ id: Number, time: (value) => value as Date });
@@ -19,6 +20,14 @@ export const RECORD_TYPES: readonly string[] = RECORD_FIELDS.map((field) => {
 const params = (n: number) => Array.from({ length: n }, (_, i) => `$${i + 1}`).join(', ');
 
 const INSERT = `INSERT INTO users (${WRITTEN_COLUMNS.join(', ')}) VALUES (${params(WRITTEN_COLUMNS.length)}) RETURNING ${COLUMNS}`;
+/** The types of WRITTEN_COLUMNS: the record's own, then the folded copies (text). */
+const WRITTEN_TYPES = [...RECORD_TYPES, ...WRITTEN_COLUMNS.slice(RECORD_TYPES.length).map(() => 'text')];
+const INSERT_MANY = `INSERT INTO users (${WRITTEN_COLUMNS.join(', ')})
+  SELECT ${WRITTEN_COLUMNS.map((_, i) => `c${i}`).join(', ')}
+  FROM unnest(${WRITTEN_TYPES.map((type, i) => `$${i + 1}::${type}[]`).join(', ')})
+    WITH ORDINALITY AS batch(${WRITTEN_COLUMNS.map((_, i) => `c${i}`).join(', ')}, n)
+  ORDER BY n
+  RETURNING ${COLUMNS}`;
 const UPDATE = `UPDATE users SET ${WRITTEN_COLUMNS.map((column, i) => `${column} = $${i + 2}`).join(', ')},
                updated_at = greatest(date_trunc('milliseconds', now()), created_at), version = version + 1
                WHERE id = $1 RETURNING ${COLUMNS}`;
@@ -36,6 +45,15 @@ function queryOf(step: Step): QueryConfig {
       return { name: 'users-get', text: `SELECT ${COLUMNS} FROM users WHERE id = $1`, values: [step.id] };
     case 'insert':
       return { name: 'users-insert', text: INSERT, values: writtenValues(step.input) };
+    case 'insertMany': {
+      // One statement for the batch: a column array per written column.
+      const rows = step.inputs.map(writtenValues);
+      return {
+        name: 'users-insert-many',
+        text: INSERT_MANY,
+        values: WRITTEN_COLUMNS.map((_, i) => rows.map((row) => row[i])),
+      };
+    }
     case 'update':
       return { name: 'users-update', text: UPDATE, values: [step.id, ...writtenValues(step.input)] };
     case 'delete':
@@ -43,7 +61,7 @@ function queryOf(step: Step): QueryConfig {
     case 'findKey':
       return {
         name: 'idempotency-find',
-        text: `SELECT fingerprint, user_id FROM idempotency_keys WHERE key = $1 AND ${UNEXPIRED}`,
+        text: `SELECT fingerprint, user_id, batch_ids FROM idempotency_keys WHERE key = $1 AND ${UNEXPIRED}`,
         values: [step.key],
       };
     case 'pruneKeys':
@@ -57,8 +75,8 @@ function queryOf(step: Step): QueryConfig {
     case 'rememberKey':
       return {
         name: 'idempotency-insert',
-        text: 'INSERT INTO idempotency_keys (key, fingerprint, user_id) VALUES ($1, $2, $3)',
-        values: [step.key, step.fingerprint, step.userId],
+        text: 'INSERT INTO idempotency_keys (key, fingerprint, user_id, batch_ids) VALUES ($1, $2, $3, $4)',
+        values: [step.key, step.fingerprint, step.userId, batchIds(step.batch)],
       };
     case 'hookRow':
       return {
@@ -183,6 +201,9 @@ export async function execStep(db: Pool | PoolClient, step: Step): Promise<unkno
     case 'insert':
     case 'update':
       return rows[0] === undefined ? undefined : toUser(rows[0] as UserRow);
+    case 'insertMany':
+      // Ids come from the sequence in the order the rows were inserted, which is the inputs' order.
+      return (rows as UserRow[]).map(toUser).sort((a, b) => a.id - b.id);
     case 'hookRow': {
       const row = rows[0] as { version: string; owner: string | null; lease_live: boolean } | undefined;
       return row === undefined
@@ -194,10 +215,8 @@ export async function execStep(db: Pool | PoolClient, step: Step): Promise<unkno
     case 'lastId':
       return Number((rows[0] as { last: string }).last);
     case 'findKey': {
-      const row = rows[0] as { fingerprint: string; user_id: string } | undefined;
-      return row === undefined
-        ? undefined
-        : ({ fingerprint: row.fingerprint, userId: Number(row.user_id) } satisfies KeyRow);
+      const row = rows[0] as { fingerprint: string; user_id: string; batch_ids: string | null } | undefined;
+      return row === undefined ? undefined : keyRow(row);
     }
     default:
       return undefined;

@@ -17,6 +17,7 @@ import {
   DEFAULT_CHANGES_RETENTION_MS,
   type HookCursor,
   type HookFailure,
+  type BatchCreateResult,
   type CreateResult,
   type IdempotencyKey,
   type ListFilter,
@@ -28,7 +29,7 @@ import {
   type UserStore,
   type WriteResult,
 } from '../store.ts';
-import { remembered, runAwaiting, type WriteRequest } from '../write-rules.ts';
+import { remembered, rememberedBatch, runAwaiting, type WriteRequest } from '../write-rules.ts';
 import { CHANGES_CHANNEL, PostgresBatch } from './batch.ts';
 import { guarded, isConnectionFault } from './errors.ts';
 import { openPool } from './pool.ts';
@@ -264,6 +265,15 @@ export class PostgresStore implements UserStore {
     const known = await guarded(() => runAwaiting(remembered(key), (step) => execStep(this.#pool, step)));
     if (known !== undefined) return known;
     return this.#write({ kind: 'createOnce', input, key }) as Promise<CreateResult>;
+  }
+
+  async createMany(inputs: UserInput[], key?: IdempotencyKey): Promise<BatchCreateResult> {
+    // As createOnce: a retry of an answered batch is a read.
+    if (key !== undefined) {
+      const known = await guarded(() => runAwaiting(rememberedBatch(key), (step) => execStep(this.#pool, step)));
+      if (known !== undefined) return known;
+    }
+    return this.#write({ kind: 'createMany', inputs, key }) as Promise<BatchCreateResult>;
   }
 
   update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Promise<WriteResult> {

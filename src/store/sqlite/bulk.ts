@@ -19,6 +19,7 @@ import {
   writtenValues,
 } from '../columns.ts';
 import type { UserInput } from '../store.ts';
+import { batchIds, keyRow, storedKey } from '../keys.ts';
 import { openConnection } from './connection.ts';
 import { asUnavailable } from './errors.ts';
 import { ReadStatements } from './statements.ts';
@@ -172,7 +173,7 @@ class SqliteBulk implements BulkStore {
     );
     const records = db.prepare(`SELECT ${USER_COLUMNS.join(', ')} FROM users WHERE id > ? ORDER BY id LIMIT ?`);
     const keys = db.prepare(
-      'SELECT key, fingerprint, user_id, created_at FROM idempotency_keys WHERE key > ? ORDER BY key LIMIT ?',
+      'SELECT key, fingerprint, user_id, batch_ids, created_at FROM idempotency_keys WHERE key > ? ORDER BY key LIMIT ?',
     );
     return {
       version,
@@ -189,14 +190,15 @@ class SqliteBulk implements BulkStore {
       },
       async *keys() {
         for (let after = ''; ;) {
-          const rows = keys.all(after, BATCH) as Array<Record<string, number | string>>;
+          const rows = keys.all(after, BATCH) as Array<{
+            key: string;
+            fingerprint: string;
+            user_id: number;
+            batch_ids: string | null;
+            created_at: number;
+          }>;
           if (rows.length === 0) return;
-          yield rows.map((row): StoredKey => ({
-            key: row.key as string,
-            fingerprint: row.fingerprint as string,
-            userId: row.user_id as number,
-            createdAt: row.created_at as number,
-          }));
+          yield rows.map((row): StoredKey => storedKey(row.key, keyRow(row), row.created_at));
           after = rows.at(-1)?.key as string;
         }
       },
@@ -222,7 +224,7 @@ class SqliteBulk implements BulkStore {
        VALUES (${placeholders(WRITTEN_COLUMNS.length + 4)})`,
     );
     const insertKey = db.prepare(
-      'INSERT INTO idempotency_keys (key, fingerprint, user_id, created_at) VALUES (?, ?, ?, ?)',
+      'INSERT INTO idempotency_keys (key, fingerprint, user_id, batch_ids, created_at) VALUES (?, ?, ?, ?, ?)',
     );
     return {
       addRecords: async (rows) => {
@@ -231,7 +233,7 @@ class SqliteBulk implements BulkStore {
         }
       },
       addKeys: async (rows) => {
-        for (const k of rows) insertKey.run(k.key, k.fingerprint, k.userId, k.createdAt);
+        for (const k of rows) insertKey.run(k.key, k.fingerprint, k.userId, batchIds(k.batch), k.createdAt);
       },
       commit: async ({ version, lastId }, onStep = ignoreStep) => {
         onStep('building indexes');

@@ -1,8 +1,10 @@
 import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import Database, { SqliteError } from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { SqliteError } from 'better-sqlite3';
 import { StoreOpenError } from '../store.ts';
 import { migrate } from './migrations.ts';
+import { openBetterSqlite } from './native-objects.ts';
 
 export interface ConnectionOptions {
   /** SQLite's own wait for a lock another connection holds; 0 on the event loop (waits are retried there). */
@@ -84,7 +86,7 @@ export function openConnection(path: string, options: ConnectionOptions): Databa
   }
   let db: Database.Database;
   try {
-    db = new Database(path, { timeout: options.busyTimeoutMs });
+    db = openBetterSqlite(path, { timeout: options.busyTimeoutMs });
   } catch (error) {
     throw new StoreOpenError(`cannot open the database file ${path}: ${reason(error)}`);
   }

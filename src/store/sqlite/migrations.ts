@@ -139,6 +139,13 @@ const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 8,
+    name: 'idempotency_keys of batch creates',
+    // A POST /users of several records remembers them all under its key, in order (a JSON array of
+    // ids); NULL for a single create, whose record is user_id.
+    sql: 'ALTER TABLE idempotency_keys ADD COLUMN batch_ids TEXT',
+  },
 ];
 
 /**

@@ -31,7 +31,7 @@ interface Reader {
   ready: boolean;
   /** The read it runs now, answered or not: the thread takes another once it reports this one done. */
   job: Job | undefined;
-  /** Being ended (the store closes, or its connection is suspect): it takes no more reads. */
+  /** Being ended (the store closes, its connection is suspect, or it holds enough statements): it takes no more reads. */
   retiring: boolean;
 }
 
@@ -171,7 +171,7 @@ export class ReaderPool {
             else if (message.fault.unavailable) this.#settle(job, new StoreUnavailableError(message.fault.message));
             else this.#settle(job, new Error(message.fault.message));
           }
-          if (!message.ok && message.fault.reopen) this.#retire(reader);
+          if (message.ok ? message.crowded : message.fault.reopen) this.#retire(reader);
           return this.#dispatch();
         }
       }

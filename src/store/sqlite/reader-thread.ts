@@ -1,9 +1,10 @@
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import type { ListFilter, ListOrder } from '../store.ts';
 import { isUnavailable, needsReopen } from './errors.ts';
+import { openBetterSqlite } from './native-objects.ts';
 import { ReadStatements } from './statements.ts';
 
 /** A read that may take long: a listing other than a plain page, or a count. */
@@ -25,7 +26,7 @@ export interface ReadFault {
 export type FromReader =
   | { type: 'ready' }
   | { type: 'failed'; message: string }
-  | { type: 'done'; ok: true; value: unknown }
+  | { type: 'done'; ok: true; value: unknown; crowded: boolean }
   | { type: 'done'; ok: false; fault: ReadFault };
 
 export interface ReaderData {
@@ -69,7 +70,7 @@ try {
 let db: Database.Database;
 let reads: ReadStatements;
 try {
-  db = new Database(path, { readonly: true, fileMustExist: true, timeout: busyTimeoutMs });
+  db = openBetterSqlite(path, { readonly: true, fileMustExist: true, timeout: busyTimeoutMs });
   // As the main connection (connection.ts): pages read again stay in memory, filled only as they are read.
   db.pragma('cache_size = -32768');
   reads = new ReadStatements(db, givenUp);
@@ -84,7 +85,8 @@ port.on('message', ({ request }: ToReader) => {
     db.exec('BEGIN');
     const value = request.op === 'list' ? reads.list(request.filter, request.order) : reads.count(request.filter);
     db.exec('COMMIT');
-    send({ type: 'done', ok: true, value });
+    // A thread whose connection holds STATEMENTS_KEPT listing statements asks to be replaced.
+    send({ type: 'done', ok: true, value, crowded: reads.crowded });
   } catch (error) {
     try {
       if (db.inTransaction) db.exec('ROLLBACK');

@@ -23,6 +23,7 @@ import {
   type SortField,
   type User,
 } from '../store.ts';
+import { batchIds, keyRow } from '../keys.ts';
 import type { HookRow, KeyRow, Step } from '../write-rules.ts';
 
 /** A users row as SQLite returns it (times in milliseconds since the epoch) as a User. */
@@ -55,7 +56,10 @@ const TRIGRAM = 3;
  */
 const FEW_MATCHES = 4000;
 
-/** Distinct listing statements kept prepared; past this, the least recently used is dropped. */
+/**
+ * Distinct listing statements a reader thread prepares before it is replaced: none is ever let go
+ * while its thread runs (native-objects.ts), and a thread's end frees them all.
+ */
 const STATEMENTS_KEPT = 256;
 
 const SEARCHED = `{${FOLDED_COLUMNS.join(' ')}}`;
@@ -94,7 +98,7 @@ export class ReadStatements {
   readonly #get: Statement<[number], UserRow>;
   readonly #version: Statement<[], { version: number }>;
   readonly #count: Statement<[], number>;
-  readonly #findKey: Statement<[string, number], { fingerprint: string; user_id: number }>;
+  readonly #findKey: Statement<[string, number], { fingerprint: string; user_id: number; batch_ids: string | null }>;
   readonly #lists = new Map<string, Statement<unknown[], UserRow>>();
   readonly #log: Statement<[], { version: number; changes_floor: number; changes_history: string }>;
   readonly #changes: Statement<[number, number], ChangeRow>;
@@ -111,7 +115,9 @@ export class ReadStatements {
     this.#get = db.prepare('SELECT * FROM users WHERE id = ?');
     this.#version = db.prepare('SELECT version FROM store_version');
     this.#count = db.prepare<[], number>('SELECT count(*) FROM users').pluck();
-    this.#findKey = db.prepare('SELECT fingerprint, user_id FROM idempotency_keys WHERE key = ? AND created_at > ?');
+    this.#findKey = db.prepare(
+      'SELECT fingerprint, user_id, batch_ids FROM idempotency_keys WHERE key = ? AND created_at > ?',
+    );
   }
 
   get(id: number): User | undefined {
@@ -156,7 +162,7 @@ export class ReadStatements {
 
   findKey(key: string): KeyRow | undefined {
     const row = this.#findKey.get(key, Date.now() - IDEMPOTENCY_KEY_TTL_MS);
-    return row === undefined ? undefined : { fingerprint: row.fingerprint, userId: row.user_id };
+    return row === undefined ? undefined : keyRow(row);
   }
 
   /**
@@ -239,17 +245,23 @@ export class ReadStatements {
     return users;
   }
 
-  /** A listing statement, prepared once while it is among the STATEMENTS_KEPT most recently used. */
+  /**
+   * Whether this connection has prepared STATEMENTS_KEPT listing statements: a reader thread then
+   * ends (and another starts). The main thread's connection reads only plain pages (a few
+   * statements), or, for `:memory:`, every listing (its statements grow with the distinct listings asked).
+   */
+  get crowded(): boolean {
+    return this.#lists.size >= STATEMENTS_KEPT;
+  }
+
+  /** A listing statement, prepared once per connection. */
   #statement(text: string): Statement<unknown[], UserRow> {
     this.#checkpoint?.();
     let statement = this.#lists.get(text);
     if (statement === undefined) {
       statement = this.#db.prepare(text);
-      if (this.#lists.size >= STATEMENTS_KEPT) this.#lists.delete(this.#lists.keys().next().value as string);
-    } else {
-      this.#lists.delete(text);
+      this.#lists.set(text, statement);
     }
-    this.#lists.set(text, statement);
     return statement;
   }
 
@@ -277,7 +289,7 @@ export class WriteStatements {
   readonly #insert: Statement<unknown[], UserRow>;
   readonly #update: Statement<unknown[], UserRow>;
   readonly #delete: Statement<[number]>;
-  readonly #insertKey: Statement<[string, string, number, number]>;
+  readonly #insertKey: Statement<[string, string, number, string | null, number]>;
   readonly #dropExpiredKeys: Statement<[number]>;
   readonly #dropExpiredKey: Statement<[string, number]>;
   readonly setVersion: Statement<[number]>;
@@ -327,7 +339,7 @@ export class WriteStatements {
     this.#lastId = db.prepare<[], number | undefined>(`SELECT seq FROM sqlite_sequence WHERE name = 'users'`).pluck();
     this.#delete = db.prepare('DELETE FROM users WHERE id = ?');
     this.#insertKey = db.prepare(
-      'INSERT INTO idempotency_keys (key, fingerprint, user_id, created_at) VALUES (?, ?, ?, ?)',
+      'INSERT INTO idempotency_keys (key, fingerprint, user_id, batch_ids, created_at) VALUES (?, ?, ?, ?, ?)',
     );
     this.#dropExpiredKeys = db.prepare('DELETE FROM idempotency_keys WHERE created_at <= ?');
     this.#dropExpiredKey = db.prepare('DELETE FROM idempotency_keys WHERE key = ? AND created_at <= ?');
@@ -388,6 +400,10 @@ export class WriteStatements {
         const now = Date.now();
         return toUser(this.#insert.get(...writtenValues(step.input), now, now) as UserRow);
       }
+      case 'insertMany': {
+        const now = Date.now();
+        return step.inputs.map((input) => toUser(this.#insert.get(...writtenValues(input), now, now) as UserRow));
+      }
       case 'update':
         return toUser(this.#update.get(...writtenValues(step.input), Date.now(), step.id) as UserRow);
       case 'lastId':
@@ -402,7 +418,7 @@ export class WriteStatements {
         this.#dropExpiredKey.run(step.key, Date.now() - IDEMPOTENCY_KEY_TTL_MS);
         return undefined;
       case 'rememberKey':
-        this.#insertKey.run(step.key, step.fingerprint, step.userId, Date.now());
+        this.#insertKey.run(step.key, step.fingerprint, step.userId, batchIds(step.batch), Date.now());
         return undefined;
     }
   }

@@ -6,6 +6,7 @@ import { CommitListeners } from '../commit-listeners.ts';
 import {
   type ChangeLogPage,
   type Commit,
+  type BatchCreateResult,
   type CreateResult,
   DEFAULT_CHANGES_RETENTION_MS,
   type HookCursor,
@@ -22,7 +23,7 @@ import {
   type UserStore,
   type WriteResult,
 } from '../store.ts';
-import { isAtEnd, remembered, runNow, type WriteRequest } from '../write-rules.ts';
+import { isAtEnd, remembered, rememberedBatch, runNow, type WriteRequest } from '../write-rules.ts';
 import { FileGuard } from './file-guard.ts';
 import { openConnection } from './connection.ts';
 import { ReaderPool } from './reader-pool.ts';
@@ -241,6 +242,15 @@ export class SqliteStore implements UserStore {
     const known = await this.#read(() => runNow(remembered(key), (step) => this.#reads.exec(step)));
     if (known !== undefined) return known;
     return this.#write({ kind: 'createOnce', input, key }) as Promise<CreateResult>;
+  }
+
+  async createMany(inputs: UserInput[], key?: IdempotencyKey): Promise<BatchCreateResult> {
+    // As createOnce: a retry of an answered batch is a read.
+    if (key !== undefined) {
+      const known = await this.#read(() => runNow(rememberedBatch(key), (step) => this.#reads.exec(step)));
+      if (known !== undefined) return known;
+    }
+    return this.#write({ kind: 'createMany', inputs, key }) as Promise<BatchCreateResult>;
   }
 
   update(id: number, changes: Partial<UserInput>, precondition?: Precondition): Promise<WriteResult> {

@@ -109,12 +109,11 @@ export class SqliteWriter {
         savepoint.run();
         try {
           const outcome = runNow(this.#rules.program(request, version), (step) => this.#statements.exec(step));
-          if (outcome.change !== undefined) {
-            const change = { version: version + 1, ...outcome.change, at };
-            this.#statements.logChange(change);
-            version++;
-            changes.push(change);
-          }
+          // Kept only once every change of the request is logged: a failure rolls them all back.
+          const made = (outcome.changes ?? []).map((change, i) => ({ version: version + 1 + i, ...change, at }));
+          for (const change of made) this.#statements.logChange(change);
+          version += made.length;
+          changes.push(...made);
           release.run();
           outcomes.push({ ok: true, value: outcome.value });
         } catch (error) {
