@@ -5,7 +5,7 @@
 // `node scripts/build.mjs OUTFILE src/cli.ts` bundles the command line instead (the tests run it,
 // and bin/user-records.mjs builds it into dist/cli/). The command line's bundle is split: what only
 // `serve` needs (the HTTP side and its packages) is a chunk beside it, loaded when `serve` runs, so
-// the other commands start in half the time and memory. The admin page (admin/) is built here too,
+// the other commands start in half the time and memory; the server's is split too (server-*.mjs). The admin page (admin/) is built here too,
 // and its files carried inside the bundle. scripts/start.mjs (`npm start`) calls buildBundle in its
 // own process before it runs the bundle.
 import { readdirSync, rmSync } from 'node:fs';
@@ -50,25 +50,25 @@ const common = {
 
 /** Bundles `entry` into `outfile`, with the SQLite threads beside it; paths from the package's folder, where npm runs scripts. */
 export async function buildBundle(outfile = 'dist/server.mjs', entry = 'src/server.ts') {
-  if (entry === 'src/cli.ts' || entry.endsWith('/src/cli.ts')) {
-    const outdir = dirname(outfile);
-    const { metafile } = await build({
-      ...common,
-      entryPoints: { [basename(outfile, extname(outfile))]: entry },
-      outdir,
-      outExtension: { '.js': extname(outfile) || '.js' },
-      splitting: true,
-      chunkNames: 'cli-[hash]',
-      metafile: true,
-    });
-    // The chunks of earlier builds: their names are hashes of their content, so each build would
-    // otherwise leave its own beside the new ones.
-    const written = new Set(Object.keys(metafile.outputs).map((path) => basename(path)));
-    for (const name of readdirSync(outdir)) {
-      if (name.startsWith('cli-') && !written.has(name)) rmSync(join(outdir, name), { force: true });
-    }
-  } else {
-    await build({ ...common, entryPoints: [entry], outfile });
+  const cli = entry === 'src/cli.ts' || entry.endsWith('/src/cli.ts');
+  // Both are split where the source loads a module only when needed: the command line's `serve`
+  // side, and PostgreSQL's driver (src/store/postgres/database.ts), which a service on SQLite never loads.
+  const chunks = cli ? 'cli-' : `${basename(outfile, extname(outfile))}-`;
+  const outdir = dirname(outfile);
+  const { metafile } = await build({
+    ...common,
+    entryPoints: { [basename(outfile, extname(outfile))]: entry },
+    outdir,
+    outExtension: { '.js': extname(outfile) || '.js' },
+    splitting: true,
+    chunkNames: `${chunks}[hash]`,
+    metafile: true,
+  });
+  // The chunks of earlier builds: their names are hashes of their content, so each build would
+  // otherwise leave its own beside the new ones.
+  const written = new Set(Object.keys(metafile.outputs).map((path) => basename(path)));
+  for (const name of readdirSync(outdir)) {
+    if (name.startsWith(chunks) && !written.has(name)) rmSync(join(outdir, name), { force: true });
   }
   for (const [thread, source] of [
     ['sqlite-writer', 'src/store/sqlite/writer-thread.ts'],

@@ -5,11 +5,14 @@
 // here from the local PostgreSQL binaries and removed after. Without either, that half is skipped
 // and says so; with TEST_POSTGRES_REQUIRED=1 (as in CI) it fails instead.
 import { execFileSync, spawn } from 'node:child_process';
-import { readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { hideCredentials } from '../src/config/load.ts';
 import { sharedExtensions } from '../test/helpers/backends.ts';
 import { findPostgresBin, type PostgresCluster, startPostgresCluster } from '../test/helpers/pg-cluster.ts';
+import { buildTests } from './build-tests.ts';
+
+const started = Date.now();
 
 /** The test files under a folder, at any depth, in a stable order. */
 const testFilesIn = (folder: string) =>
@@ -73,28 +76,40 @@ rmSync('.tmp/test-run', { recursive: true, force: true });
 execFileSync(process.execPath, ['scripts/build.mjs', bundle], { stdio: 'inherit' });
 execFileSync(process.execPath, ['scripts/build.mjs', cliBundle, 'src/cli.ts'], { stdio: 'inherit' });
 
-const child = spawn(
-  process.execPath,
-  [
-    '--import',
-    'tsx',
-    '--import',
-    './test/helpers/built-threads.ts',
-    '--test',
-    `--test-concurrency=${CONCURRENCY}`,
-    ...files,
-  ],
-  {
-    stdio: 'inherit',
-    env: {
-      ...process.env,
-      TEST_SERVER_BUNDLE: bundle,
-      TEST_CLI_BUNDLE: cliBundle,
-      ...(postgres === undefined ? {} : { TEST_DATABASE_URL: postgres }),
-    },
+// The test files themselves run from bundles too (scripts/build-tests.ts), each with
+// test/helpers/built-threads.ts first.
+const tests = await buildTests(files, '.tmp/test-run/tests', 'test/helpers/built-threads.ts');
+
+const child = spawn(process.execPath, ['--test', `--test-concurrency=${CONCURRENCY}`, ...tests], {
+  stdio: 'inherit',
+  env: {
+    ...process.env,
+    TEST_SERVER_BUNDLE: bundle,
+    TEST_CLI_BUNDLE: cliBundle,
+    ...(postgres === undefined ? {} : { TEST_DATABASE_URL: postgres }),
   },
-);
+});
 const code = await new Promise<number>((resolve) => child.once('exit', (status) => resolve(status ?? 1)));
 await stopCluster();
 console.log(`PostgreSQL half: ${postgres === undefined ? 'SKIPPED (see the first line)' : 'ran'}`);
+console.log(timeTaken());
 process.exit(code);
+
+/**
+ * The run's wall time and the CPU time of this process and every process it waited for (the test
+ * processes, the servers and commands they ran, PostgreSQL): a figure that a busy machine moves
+ * far less than the wall time (README.md, Testing).
+ */
+function timeTaken(): string {
+  const wall = `${((Date.now() - started) / 1000).toFixed(0)} s wall`;
+  if (!existsSync('/proc/self/stat')) return `time: ${wall}`;
+  // Fields after the command's name: utime, stime, cutime, cstime are the 12th to 15th, in ticks of 1/100 s.
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const [user, system, childUser, childSystem] = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .slice(11, 15)
+    .map((ticks) => Number(ticks) / 100) as [number, number, number, number];
+  const cpu = user + system + childUser + childSystem;
+  return `time: ${wall}, ${cpu.toFixed(0)} s CPU (${(user + childUser).toFixed(0)} s user, ${(system + childSystem).toFixed(0)} s system)`;
+}
