@@ -25,7 +25,13 @@ export async function call(
   options: { headers?: Record<string, string>; body?: string | Buffer } = {},
 ): Promise<Answer> {
   if (typeof target !== 'string') return inject(target, method, path, options);
-  const response = await fetch(`${target}${path}`, { method, headers: options.headers, body: options.body });
+  const response = await fetch(`${target}${path}`, { method, headers: options.headers, body: options.body }).catch(
+    (error: Error) => {
+      // fetch says only "fetch failed"; the cause (a reset, a refused connection, a timeout) is what a failure needs.
+      const cause = error.cause as NodeJS.ErrnoException | undefined;
+      throw new Error(`${method} ${path}: ${error.message}: ${cause?.code ?? ''} ${cause?.message ?? ''}`, { cause });
+    },
+  );
   const text = await response.text();
   return answer(response.status, response.headers, text);
 }
