@@ -27,7 +27,7 @@ const PEOPLE: Array<[string, number, string]> = [
 const OUT = new URL('../docs/', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'user-records-screenshots-'));
 const config = loadConfig({ DATABASE_URL: join(dir, 'users.db'), LOG_LEVEL: 'silent', RATE_LIMIT: 'off' }, []);
-const store = await openDatabase(config).openStore({ check: true });
+const store = await openDatabase(config).openStore();
 const app = await buildApp(config, { store });
 const context = await chromium.launchPersistentContext(join(dir, 'profile'), {
   executablePath: CHROMIUM,

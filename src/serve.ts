@@ -29,8 +29,7 @@ const HAND_OVER_MARGIN_MS = 1000;
 async function serve(config: Readonly<Config>, database: Database, env: NodeJS.ProcessEnv): Promise<void> {
   // The standard OTEL_* variables, read by the OpenTelemetry SDK itself, which is loaded only then.
   const tracing = tracingWanted(env) ? await startTracing(env) : undefined;
-  // With workers, the primary has checked the file already.
-  const store = await database.openStore({ check: cluster.isPrimary });
+  const store = await database.openStore();
   const lifecycle: Lifecycle = { draining: false };
   let app: FastifyInstance;
   try {
@@ -142,7 +141,7 @@ async function main(argv: string[], usage: string, env: NodeJS.ProcessEnv): Prom
   const database = openDatabase(config);
   if (config.workers > 1 && cluster.isPrimary) {
     // Migrations and start-up faults once, before any worker: workers then open a ready database.
-    await (await database.openStore({ check: true })).close();
+    await (await database.openStore()).close();
     runPrimary(config);
     return;
   }

@@ -47,7 +47,7 @@ export async function startApp(env: AppEnv = {}, backend?: Backend): Promise<InP
     store =
       settings.DATABASE_URL === undefined
         ? await openSqliteStore(':memory:')
-        : await openDatabase(config).openStore({ check: true });
+        : await openDatabase(config).openStore();
   } catch (error) {
     await database?.drop();
     throw error;

@@ -88,7 +88,7 @@ async function restartable(backend: Backend) {
     },
     [],
   );
-  const store: UserStore = await openDatabase(config).openStore({ check: true });
+  const store: UserStore = await openDatabase(config).openStore();
   let app: FastifyInstance | undefined = await buildApp(config, { store });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return {

@@ -6,6 +6,7 @@ import { after, describe, it } from 'node:test';
 import { openBetterSqlite } from '../../src/store/sqlite/native-objects.ts';
 import { assertProblem, call, createUser } from '../helpers/http.ts';
 import { mountExt4, mountSkip, mountTmpfs } from '../helpers/mounts.ts';
+import { runCli } from '../helpers/cli.ts';
 import { type RunningServer, startServer, tempDir } from '../helpers/server.ts';
 
 // Faults of the SQLite file and its disk, made for real: files deleted or replaced under the running
@@ -134,11 +135,11 @@ describe('SQLite files changed under a running service', () => {
     );
   });
 
-  it('a damaged database file is refused at start with the reason, before it serves anything', async () => {
+  it('a damaged database file: the start reads only the schema, reads the damage reaches answer 503, `check` names it', async () => {
     const path = join(data.dir, 'damaged.db');
-    const server = await startServer({ DATABASE_URL: path });
+    const long = 'x'.repeat(190);
+    let server = await startServer({ DATABASE_URL: path });
     try {
-      const long = 'x'.repeat(190);
       for (let i = 0; i < 60; i++) {
         assert.equal((await call(server.url, 'POST', `/users?name=${long}${i}&age=1&city=${long}`)).status, 200);
       }
@@ -149,10 +150,44 @@ describe('SQLite files changed under a running service', () => {
     const fd = openSync(path, 'r+');
     writeSync(fd, Buffer.alloc(4096 * 4, 0x5a), 0, 4096 * 4, 4096 * 3);
     closeSync(fd);
+    server = await startServer({ DATABASE_URL: path });
+    try {
+      // Every record is read: each answer is the records as stored, or 503; never other data, never a 500.
+      const statuses: number[] = [];
+      for (const query of ['', '?sort=-name', '?q=xxx', '?city=nowhere', '?age.gte=0']) {
+        const answer = await call(server.url, 'GET', `/users${query}`);
+        statuses.push(answer.status);
+        if (answer.status === 503) assert.equal(assertProblem(answer, 503).type, '/problems/unavailable');
+        else assert.equal(answer.status, 200, `GET /users${query}`);
+      }
+      assert.ok(statuses.includes(503), `no read reached the damage: ${statuses.join(', ')}`);
+      const write = await call(server.url, 'POST', '/users?name=After&age=1&city=C');
+      assert.ok([200, 503].includes(write.status), `a write answered ${write.status}`);
+    } finally {
+      await server.stop();
+    }
+    const checked = await runCli(['check'], { env: { DATABASE_URL: path } });
+    assert.equal(checked.code, 1, checked.stdout + checked.stderr);
+    assert.match(checked.stdout + checked.stderr, /damaged|corrupt|integrity/i);
+  });
+
+  it("another program's SQLite file is refused at start and left as it was", async () => {
+    const path = join(data.dir, 'theirs.db');
+    const db = openBetterSqlite(path);
+    db.exec("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('kept')");
+    db.close();
     await assert.rejects(
       startServer({ DATABASE_URL: path }),
-      /exited \(1\)[\s\S]*cannot start: the database file .*damaged\.db is damaged \(SQLite quick_check/,
+      /exited \(1\)[\s\S]*cannot start: .*theirs\.db holds another program's tables \(notes\), not this service's/,
     );
+    const after = openBetterSqlite(path, { readonly: true });
+    try {
+      const tables = after.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all();
+      assert.deepEqual(tables, ['notes']);
+      assert.equal(after.pragma('journal_mode', { simple: true }), 'delete');
+    } finally {
+      after.close();
+    }
   });
 });
 

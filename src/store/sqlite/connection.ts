@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import type Database from 'better-sqlite3';
 import { SqliteError } from 'better-sqlite3';
 import { StoreOpenError } from '../store.ts';
-import { migrate } from './migrations.ts';
+import { migrate, refuseOthers } from './migrations.ts';
 import { openBetterSqlite } from './native-objects.ts';
 
 export interface ConnectionOptions {
@@ -11,7 +11,7 @@ export interface ConnectionOptions {
   busyTimeoutMs: number;
   /** Apply pending migrations (one connection per process does). */
   migrate?: boolean;
-  /** Run SQLite's quick_check and refuse a damaged file (once per service, at start). */
+  /** Run SQLite's quick_check and refuse a damaged file: after a fault of the file, when the writer reopens it. */
   check?: boolean;
 }
 
@@ -91,6 +91,8 @@ export function openConnection(path: string, options: ConnectionOptions): Databa
     throw new StoreOpenError(`cannot open the database file ${path}: ${reason(error)}`);
   }
   try {
+    // Before anything is written to it (journal_mode = WAL is kept in the file's header).
+    if (options.migrate === true) refuseOthers(db);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
     // Freed space is zeroed: a deleted or corrected record leaves no copy of its values in the file.

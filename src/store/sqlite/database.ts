@@ -10,10 +10,9 @@ export function sqliteDatabase(
     Partial<Pick<Config, 'changesRetentionMs' | 'sqliteReaders' | 'sqliteReadQueue'>>,
 ) {
   return {
-    openStore: (options: { check?: boolean } = {}): Promise<SqliteStore> =>
+    openStore: (): Promise<SqliteStore> =>
       openSqliteStore(path, {
         busyTimeoutMs: settings.databaseTimeoutMs,
-        check: options.check,
         changesRetentionMs: settings.changesRetentionMs,
         readers: settings.sqliteReaders,
         readQueue: settings.sqliteReadQueue,

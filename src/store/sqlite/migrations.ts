@@ -1,6 +1,6 @@
 import type { Database } from 'better-sqlite3';
 import { type Migration, pendingMigrations } from '../migrations.ts';
-import { fold } from '../store.ts';
+import { fold, StoreOpenError } from '../store.ts';
 
 /** SQLite's schema, applied in order at start. */
 const MIGRATIONS: readonly Migration[] = [
@@ -152,6 +152,23 @@ const MIGRATIONS: readonly Migration[] = [
  * Brings the schema up to date in one immediate transaction, so several processes starting on the
  * same file apply each migration once. Refuses a database written by a newer version.
  */
+/**
+ * A file with tables but no schema_migrations was written by another program: adding this
+ * service's tables to it would mix two programs' data in one file. (A newer schema of ours is
+ * refused by pendingMigrations; damage inside the file is `user-records check`'s to find.)
+ */
+export function refuseOthers(db: Database): void {
+  const tables = db
+    .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+    .pluck()
+    .all() as string[];
+  if (tables.length === 0 || tables.includes('schema_migrations')) return;
+  const named = tables.slice(0, 3).join(', ') + (tables.length > 3 ? ', ...' : '');
+  throw new StoreOpenError(
+    `${db.name} holds another program's tables (${named}), not this service's; name another file`,
+  );
+}
+
 export function migrate(db: Database): void {
   db.function('fold', { deterministic: true }, (text: unknown) => fold(String(text)));
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (

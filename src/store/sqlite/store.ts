@@ -36,8 +36,6 @@ import { SharedWatch } from '../shared-watch.ts';
 export interface SqliteOptions {
   /** The longest a call waits for a lock another process holds; then it fails with 503. */
   busyTimeoutMs?: number;
-  /** Run SQLite's quick_check at open and refuse a damaged file (once per service). */
-  check?: boolean;
   /** How long the change log keeps a change. */
   changesRetentionMs?: number;
   /** Reader threads for listings and counts (see ReaderPool), and how many of those may wait. */
@@ -59,7 +57,7 @@ export async function openSqliteStore(path: string, options: SqliteOptions = {})
   const busyTimeoutMs = Math.trunc(options.busyTimeoutMs ?? 5000);
   const memory = path === ':memory:';
   // Reads never wait inside SQLite (that would hold the event loop): a busy read is retried here.
-  const db = openConnection(path, { busyTimeoutMs: memory ? busyTimeoutMs : 0, migrate: true, check: options.check });
+  const db = openConnection(path, { busyTimeoutMs: memory ? busyTimeoutMs : 0, migrate: true });
   const listeners = new CommitListeners();
   const onChanges = (changes: Commit['changes']) => listeners.emit({ changes });
   const settings = { busyTimeoutMs, retentionMs: options.changesRetentionMs ?? DEFAULT_CHANGES_RETENTION_MS };
