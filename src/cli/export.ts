@@ -7,7 +7,6 @@ import { type ListFilter, type ListOrder, narrows, sortValue, type User } from '
 import { HEAD, PAGE_SIZE, TAIL } from '../users/listing.ts';
 import { recordJson, selectedFields } from '../record/json.ts';
 import { parseListing } from '../users/query.ts';
-import type { FieldName } from '../record/fields.ts';
 import { ListQuery, RULES } from '../users/schemas.ts';
 import { csvLine, csvValues, looksLikeFormula } from '../record/csv.ts';
 import { chooseFormat } from './import.ts';
