@@ -198,7 +198,7 @@ export interface paths {
         };
         /**
          * List records: every one, or filtered, searched, sorted and paged
-         * @description Every stored record, oldest first. Optional exact-match filters (`name`, `age`, `city`), ranges (`age.gte`, `createdAt.lt`, ...), a search (`q`), a sort (`sort`) and pages (`limit` with `after`, or with `sort` the `cursor` of the Link); while more records remain, a `Link: <...>; rel="next"` header gives the next page. `Prefer: count=exact` adds `X-Total-Count`.
+         * @description Every stored record, oldest first. Optional exact-match filters (`name`, `age`, `city`), ranges (`age.gte`, `createdAt.lt`, ...), a search (`q`), a sort (`sort`) and pages (`limit` with `after`, or with `sort` the `cursor` of the Link); while more records remain, a `Link: <...>; rel="next"` header gives the next page. `Prefer: count=exact` adds `X-Total-Count`. By `Accept`, the records come as JSON (the default, and the answer to `*\/*`), as CSV (`text/csv`: a header row of the fields, then a row per record) or as NDJSON (`application/x-ndjson`: a JSON object per line), with the same headers; 406 when Accept takes none of them.
          */
         get: operations["listUsers"];
         /**
@@ -225,7 +225,7 @@ export interface paths {
         options: operations["optionsUsers"];
         /**
          * List records: every one, or filtered, searched, sorted and paged
-         * @description Every stored record, oldest first. Optional exact-match filters (`name`, `age`, `city`), ranges (`age.gte`, `createdAt.lt`, ...), a search (`q`), a sort (`sort`) and pages (`limit` with `after`, or with `sort` the `cursor` of the Link); while more records remain, a `Link: <...>; rel="next"` header gives the next page. `Prefer: count=exact` adds `X-Total-Count`.
+         * @description Every stored record, oldest first. Optional exact-match filters (`name`, `age`, `city`), ranges (`age.gte`, `createdAt.lt`, ...), a search (`q`), a sort (`sort`) and pages (`limit` with `after`, or with `sort` the `cursor` of the Link); while more records remain, a `Link: <...>; rel="next"` header gives the next page. `Prefer: count=exact` adds `X-Total-Count`. By `Accept`, the records come as JSON (the default, and the answer to `*\/*`), as CSV (`text/csv`: a header row of the fields, then a row per record) or as NDJSON (`application/x-ndjson`: a JSON object per line), with the same headers; 406 when Accept takes none of them.
          */
         head: operations["listUsersHead"];
         /**
@@ -1484,7 +1484,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The matching records. */
+            /** @description The matching records, in the format Accept asks for. */
             200: {
                 headers: {
                     /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
@@ -1499,6 +1499,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Users"];
+                    "text/csv": string;
+                    "application/x-ndjson": string;
                 };
             };
             /** @description Not modified: If-None-Match matched the current ETag. */
@@ -1521,6 +1523,15 @@ export interface operations {
             };
             /** @description Tokens are configured and this request had none, or a wrong one. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header accepts none of the media types this answer comes in; the problem is JSON whatever Accept said. */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1931,7 +1942,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The matching records. */
+            /** @description The matching records, in the format Accept asks for. */
             200: {
                 headers: {
                     /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
@@ -1964,6 +1975,13 @@ export interface operations {
             };
             /** @description Tokens are configured and this request had none, or a wrong one. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The Accept header accepts none of the media types this answer comes in; the problem is JSON whatever Accept said. */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };

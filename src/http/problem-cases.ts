@@ -15,6 +15,8 @@ export const PROBLEM_CASES: Record<ProblemCode, string> = {
     "a change sent from another site's page (a browser's `Origin` or `Sec-Fetch-Site`) whose origin is not in `CORS_ORIGINS`",
   'not-found': 'no record with that id, an id that is not a positive integer, an unknown path',
   'method-not-allowed': 'the path does not serve the method; see `Allow`',
+  'not-acceptable':
+    '`GET /users` with an `Accept` that no type it answers satisfies (`application/json`, `text/csv`, `application/x-ndjson`)',
   'request-timeout': 'the request (headers and body) did not fully arrive within `REQUEST_TIMEOUT_MS`',
   'idempotency-key-record-deleted': 'an `Idempotency-Key` sent again after the record it created was deleted',
   'range-exhausted':

@@ -1,3 +1,6 @@
+import type { TSchema } from 'typebox';
+import { NDJSON_TYPE } from '../http/body-parsers.ts';
+
 /** What the /users routes share in their OpenAPI description. */
 export const TAGS = ['users'];
 export const ETAG = {
@@ -11,3 +14,24 @@ export const NOT_MODIFIED = {
   },
 };
 export const FORMS = ['application/json', 'application/x-www-form-urlencoded'];
+
+/** The listing's 200 with its other formats beside JSON (listing-formats.ts), each a text body. */
+export function withListingFormats(response: TSchema): TSchema {
+  const { content } = response as unknown as { content: Record<string, unknown> };
+  content['text/csv'] = {
+    schema: {
+      type: 'string',
+      description:
+        "RFC 4180, CRLF line ends: a header row of the fields (as `fields` asks, in their order), then a row per record with the values the JSON shows; a value that starts like a spreadsheet formula (`=`, `+`, `-`, `@`, a tab or a carriage return) gets a leading `'`.",
+      example: 'name,age,city\r\nAlice,30,Paris\r\n',
+    },
+  };
+  content[NDJSON_TYPE] = {
+    schema: {
+      type: 'string',
+      description: 'One JSON object a line (LF-ended), each record as the JSON listing shows it, no envelope.',
+      example: '{"name":"Alice","age":"30","city":"Paris"}\n',
+    },
+  };
+  return response;
+}
