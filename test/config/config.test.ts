@@ -28,6 +28,7 @@ const DEFAULTS: Config = {
   rateLimit: 6000,
   overloadLagMs: 500,
   tokens: [],
+  jwt: undefined,
   corsOrigins: [],
   trustedProxies: [],
   allowedHosts: [],
