@@ -36,6 +36,8 @@ function reasonOf(error: unknown): string {
   if (error instanceof errors.JWSSignatureVerificationFailed) return 'the signature does not verify';
   if (error instanceof errors.JWKSNoMatchingKey) return 'no key of the provider matches the token (kid)';
   if (error instanceof errors.JWKSMultipleMatchingKeys) return 'the token names no key (kid) and several match';
+  // jose's checks of a key it was given (an RSA key under 2048 bits the provider published, say).
+  if (error instanceof TypeError) return "the provider's key for it cannot be used";
   return 'the token is malformed';
 }
 
