@@ -1,5 +1,5 @@
 import { constants, KeyObject, sign as signBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type CryptoKey, exportJWK, exportSPKI, generateKeyPair, type JWK, type JWTPayload, SignJWT } from 'jose';
 
@@ -57,7 +57,7 @@ export interface JwksServer {
 
 export async function startJwksServer(keys: JWK[] = []): Promise<JwksServer> {
   const state: JwksServer = { url: '', keys, mode: 'ok', requests: [], close: async () => {} };
-  const held = new Set<import('node:http').ServerResponse>();
+  const held = new Set<ServerResponse>();
   const server: Server = createServer((request, response) => {
     state.requests.push(request.url ?? '');
     switch (state.mode) {
