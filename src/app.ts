@@ -60,6 +60,7 @@ export type AppConfig = Pick<
   | 'rateLimit'
   | 'overloadLagMs'
   | 'tokens'
+  | 'jwt'
   | 'corsOrigins'
   | 'trustedProxies'
   | 'allowedHosts'
@@ -127,7 +128,8 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   // client sends no body to a request that is refused anyway (a 401, say).
   app.server.on('checkContinue', (request, response) => app.server.emit('request', request, response));
 
-  const authenticate = config.tokens.length > 0 ? authenticator(config.tokens) : undefined;
+  const authenticate =
+    config.tokens.length > 0 || config.jwt !== undefined ? authenticator(config.tokens, config.jwt) : undefined;
   const metrics = registerMetrics(app, deps.store);
   const withMetrics = deps.without?.metrics !== true;
   await registerGate(app, {
@@ -152,10 +154,10 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
     done();
   });
 
-  await registerDocs(app, config.tokens.length > 0);
+  await registerDocs(app, { tokens: authenticate !== undefined, jwt: config.jwt !== undefined });
   registerAdmin(app);
   registerHome(app);
-  registerTokenScope(app, authenticate);
+  registerTokenScope(app);
   const store = withMetrics ? metrics.store : deps.store;
   const lifecycle = deps.lifecycle ?? { draining: false };
   registerHealthRoutes(app, store, lifecycle);
@@ -165,7 +167,7 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
     maxSubscribersPerClient: config.maxSubscribersPerClient,
     bufferBytes: config.eventsBufferMb * 1024 * 1024,
     heartbeatMs: config.eventsHeartbeatMs,
-    byToken: config.tokens.length > 0,
+    byToken: authenticate !== undefined,
     sent: metrics.changes.sent,
     ended: metrics.changes.streamEnded,
   });

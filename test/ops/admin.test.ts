@@ -12,6 +12,7 @@ import { type InProcessApp, startApp } from '../helpers/app.ts';
 import { BACKENDS, type Backend } from '../helpers/backends.ts';
 import { axeViolations, launchBrowser, needsChromium, type PageWatch, watchedPage } from '../helpers/browser.ts';
 import { CHROMIUM } from '../helpers/chromium.ts';
+import { sign, type SigningKey, signingKey } from '../helpers/jwks-server.ts';
 import { until } from '../helpers/page-poll.ts';
 import { runCli } from '../helpers/cli.ts';
 import { scaled } from '../helpers/scale.ts';
@@ -652,3 +653,75 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('/admin with a JWT from an identity provider (JWT_PUBLIC_KEY)', () => {
+  let running: InProcessApp | undefined;
+  let browser: Awaited<ReturnType<typeof launchBrowser>> | undefined;
+  let key: SigningKey | undefined;
+  const watch: PageWatch = { leaked: [], errors: [] };
+  const issuer = 'https://id.example.test/';
+  const token = (scope: string, exp = Math.floor(Date.now() / 1000) + 3600) => {
+    assert.ok(key !== undefined);
+    return sign(key, { iss: issuer, aud: 'user-records', exp, scope });
+  };
+  before(async () => {
+    if (!existsSync(CHROMIUM)) return;
+    key = await signingKey('admin-1', 'ES256');
+    running = await startApp({
+      RATE_LIMIT: 'off',
+      JWT_PUBLIC_KEY: key.publicPem,
+      JWT_ISSUER: issuer,
+      JWT_AUDIENCE: 'user-records',
+    });
+    browser = await launchBrowser();
+    watch.leaked = browser.leaked;
+  });
+  after(async () => {
+    try {
+      await browser?.close();
+    } finally {
+      await running?.close();
+    }
+  });
+
+  it('takes a pasted JWT: an expired one is refused saying why, a read one reads, a write one writes', async (t) => {
+    if (!needsChromium(t)) return;
+    assert.ok(running !== undefined && browser !== undefined);
+    const write = await token('users:write');
+    await running.app.inject({
+      method: 'POST',
+      url: '/users?name=Seed&age=20&city=Oslo',
+      headers: { authorization: `Bearer ${write}` },
+    });
+    const page = await watchedPage(browser.context, watch);
+    await page.goto(`${running.url}/admin`);
+    const signIn = page.getByRole('dialog', { name: 'Sign in' });
+    await signIn.waitFor({ timeout: WAIT_MS });
+
+    await signIn.getByLabel('Token').fill(await token('users:read', Math.floor(Date.now() / 1000) - 3600));
+    await signIn.getByRole('button', { name: 'Sign in' }).click();
+    await page
+      .getByRole('dialog', { name: 'Sign in' })
+      .getByText('The bearer token is not valid: the token has expired (exp).')
+      .waitFor({ timeout: WAIT_MS });
+
+    await page.getByLabel('Token').fill(await token('openid users:read'));
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await cell(page, 'Seed').waitFor({ timeout: WAIT_MS });
+    await page
+      .getByText('Read-only: this token may read the records but not change them.')
+      .waitFor({ timeout: WAIT_MS });
+    assert.equal(await page.getByRole('button', { name: 'Add record' }).count(), 0);
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('dialog', { name: 'Sign in' }).waitFor({ timeout: WAIT_MS });
+    await page.getByLabel('Token').fill(write);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await fillRecord(page, 'Written', '30', 'Bergen');
+    await page.getByRole('button', { name: 'Add record' }).click();
+    await cell(page, 'Written').waitFor({ timeout: WAIT_MS });
+    assert.deepEqual(watch.leaked, []);
+    assert.deepEqual(watch.errors, []);
+    await page.close();
+  });
+});

@@ -128,6 +128,8 @@ describe('OpenAPI document', () => {
 
   it('without tokens configured a token is optional everywhere; the id of a path is an integer', () => {
     assert.deepEqual(doc.security, [{}, { bearerAuth: [] }]);
+    const schemes = objectAt(objectAt(doc, 'components', 'components'), 'securitySchemes', 'schemes');
+    assert.equal(objectAt(schemes, 'bearerAuth', 'bearerAuth').bearerFormat, undefined, 'no JWT without JWT on');
     const parameters = operation(doc, '/users/{id}', 'get').parameters as Json[];
     const id = parameters.find((parameter) => parameter.in === 'path' && parameter.name === 'id');
     assert.equal(objectAt(id, 'schema', 'the id schema').type, 'integer');
@@ -179,6 +181,26 @@ describe('OpenAPI document with tokens configured', () => {
     assert.deepEqual(doc.security, [{ bearerAuth: [] }]);
     assert.deepEqual(operation(doc, '/healthz', 'get').security, []);
     assert.equal(operation(doc, '/users', 'get').security, undefined);
+  });
+});
+
+describe('OpenAPI document with JWT on', () => {
+  const suite = appForSuite({
+    JWT_JWKS_URL: 'https://id.example.test/jwks',
+    JWT_ISSUER: 'https://id.example.test/',
+    JWT_AUDIENCE: 'user-records',
+  });
+  it('says the bearer token may be a JWT (bearerFormat), and needs one on every operation but the public ones', async () => {
+    const doc = JSON.parse((await call(suite.current.app, 'GET', '/openapi.json')).text) as Json;
+    const scheme = objectAt(
+      objectAt(objectAt(doc, 'components', 'components'), 'securitySchemes', 'schemes'),
+      'bearerAuth',
+      'bearerAuth',
+    );
+    assert.equal(scheme.bearerFormat, 'JWT');
+    assert.equal(scheme.scheme, 'bearer');
+    assert.deepEqual(doc.security, [{ bearerAuth: [] }]);
+    assert.deepEqual(operation(doc, '/healthz', 'get').security, []);
   });
 });
 
