@@ -53,7 +53,10 @@ export const GroupStatsRecord = Type.Object(
         const absent = 'Absent when no record matches.';
         return [
           [names.min, Type.Optional(Type.String({ description: `The least ${field}, in decimal digits. ${absent}` }))],
-          [names.max, Type.Optional(Type.String({ description: `The greatest ${field}, in decimal digits. ${absent}` }))],
+          [
+            names.max,
+            Type.Optional(Type.String({ description: `The greatest ${field}, in decimal digits. ${absent}` })),
+          ],
           [names.mean, Type.Optional(Type.String({ pattern: MEAN_PATTERN, description: `${MEAN} ${absent}` }))],
         ];
       }),
