@@ -71,16 +71,18 @@ function grouped(records: readonly Listed[], group: GroupField | undefined): Arr
   if (group === undefined && records.length === 0) return [{ count: 0 }];
   const rows = [...groups].map(([value, ages]) => {
     const sum = ages.reduce((a, b) => a + b, 0);
-    return {
+    const row = {
       ...(group === undefined ? {} : { [group]: value }),
       count: ages.length,
       minAge: String(Math.min(...ages)),
       maxAge: String(Math.max(...ages)),
       meanAge: expectedMean(sum, ages.length),
     };
+    return { value, row };
   });
   const valueOrder = (a: string, b: string) => (group === 'age' ? Number(a) - Number(b) : byCodePoint(a, b));
-  return rows.sort((a, b) => b.count - a.count || (group === undefined ? 0 : valueOrder(a[group], b[group])));
+  rows.sort((a, b) => b.row.count - a.row.count || (group === undefined ? 0 : valueOrder(a.value, b.value)));
+  return rows.map(({ row }) => row);
 }
 
 describe('the mean as shown: two places, half up', () => {
