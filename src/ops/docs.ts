@@ -93,7 +93,7 @@ function eventExample(field: FieldName): unknown {
 }
 
 /** Schemas published under their `title` in components.schemas and referenced where they are used. */
-const NAMED = new Set(['User', 'Users', 'Problem', 'Status', 'Scope', 'Home']);
+const NAMED = new Set(['User', 'Users', 'GroupStats', 'UserStats', 'Problem', 'Status', 'Scope', 'Home']);
 
 const isObject = (value: unknown): value is Json =>
   typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -461,7 +461,7 @@ for (const backend of persistent) {
       const created = await Promise.all(stores.map((store, i) => store.create({ name: `n${i}`, age: i, city: 'c' })));
       assert.equal(new Set(created.map((user) => user.id)).size, stores.length);
       for (const store of stores) await store.close();
-      assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8]);
+      assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
     });
 
     it('two stores on one database changing the same records in opposite orders both succeed', async () => {
@@ -518,15 +518,49 @@ for (const backend of persistent) {
       // Migration 8 changes the same table: a database without 3 and 4 has not had it either.
       const drop = 'DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version IN (3, 4, 8)';
       await runSql(url, { sqlite: drop, postgres: drop });
-      assert.deepEqual(await migrationVersions(url), [1, 2, 5, 6, 7]);
+      assert.deepEqual(await migrationVersions(url), [1, 2, 5, 6, 7, 9]);
 
       const upgraded = await openUrl(url);
       try {
-        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
         assert.deepEqual(await upgraded.list({}), [ada]);
         const first = await upgraded.createOnce(ada, { key: 'k', fingerprint: 'f' });
         assert.ok(first.ok && !first.replayed);
         assert.deepEqual(await upgraded.createOnce(ada, { key: 'k', fingerprint: 'f' }), { ...first, replayed: true });
+      } finally {
+        await upgraded.close();
+      }
+    });
+
+    it('migration 9 adds the index on city and age to a database at schema 8; stats read the same', async () => {
+      const url = await backend.fresh();
+      const store = await openUrl(url);
+      await store.createMany([
+        { name: 'Ada', age: 36, city: 'London' },
+        { name: 'Bob', age: 20, city: 'London' },
+        { name: 'Zoë', age: 7, city: 'Zürich' },
+      ]);
+      const before = await store.stats({}, 'city', 10);
+      await store.close();
+      const drop = 'DROP INDEX users_city_age; DELETE FROM schema_migrations WHERE version = 9';
+      await runSql(url, { sqlite: drop, postgres: drop });
+      assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8]);
+      const upgraded = await openUrl(url);
+      try {
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        const check = {
+          // Fails (malformed JSON, division by zero) unless the index is there.
+          sqlite: "SELECT json(iif(count(*) = 1, '1', 'none')) FROM sqlite_master WHERE name = 'users_city_age'",
+          postgres:
+            "SELECT 1 / count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'users_city_age'",
+        };
+        await runSql(url, check);
+        assert.deepEqual(await upgraded.stats({}, 'city', 10), before);
+        assert.deepEqual(before.groups[0], {
+          value: 'London',
+          count: 2,
+          summaries: { age: { min: 20, max: 36, sum: 56 } },
+        });
       } finally {
         await upgraded.close();
       }
@@ -551,7 +585,7 @@ for (const backend of persistent) {
       });
       const upgraded = await openUrl(url);
       try {
-        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
         assert.deepEqual(await upgraded.createOnce(ada, { key: 'k', fingerprint: 'f' }), {
           ok: true,
           user: ada,
@@ -575,7 +609,7 @@ for (const backend of persistent) {
       await runSql(url, { sqlite: `${old}; ${forget}`, postgres: `${old}; ${forget}` });
       const upgraded = await openUrl(url);
       try {
-        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
         assert.deepEqual(await upgraded.list({ search: 'ΣΆΜΟΣ' }), [samos]);
         assert.deepEqual(await upgraded.list({ search: 'kırık' }), [samos]);
         assert.deepEqual(await upgraded.list({ search: 'kirik' }), []);

@@ -146,6 +146,15 @@ const MIGRATIONS: readonly Migration[] = [
     // ids); NULL for a single create, whose record is user_id.
     sql: 'ALTER TABLE idempotency_keys ADD COLUMN batch_ids TEXT',
   },
+  {
+    version: 9,
+    name: 'stats: city with age',
+    // GET /users/stats?group=city reads each record's city and age: from this index alone, in city
+    // order (no sort for the GROUP BY), rather than a look-up of the row for each entry of users_city
+    // (15 s for a million records on a busy machine, against under 1 s). users_city stays: a
+    // listing sorted by city pages by (city, id), which this index does not hold in that order.
+    sql: 'CREATE INDEX users_city_age ON users (city, age)',
+  },
 ];
 
 /**

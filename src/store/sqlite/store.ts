@@ -15,6 +15,7 @@ import {
   type ListFilter,
   type ListOrder,
   narrows,
+  type Stats,
   type Precondition,
   StoreAtEndError,
   StoreUnavailableError,
@@ -32,6 +33,7 @@ import { ReadStatements } from './statements.ts';
 import type { JobOutcome } from './writer.ts';
 import { InlineLink, ThreadLink, type WriterLink } from './writer-link.ts';
 import { SharedWatch } from '../shared-watch.ts';
+import type { GroupField } from '../../record/fields.ts';
 
 export interface SqliteOptions {
   /** The longest a call waits for a lock another process holds; then it fails with 503. */
@@ -229,6 +231,12 @@ export class SqliteStore implements UserStore {
   count(filter?: ListFilter): Promise<number> {
     if (this.#pool === undefined) return this.#read(() => this.#reads.count(filter));
     return this.#pool.read({ op: 'count', filter }) as Promise<number>;
+  }
+
+  /** On a reader thread, as a count: it reads every matching record (index entry). */
+  stats(filter: ListFilter, group: GroupField | undefined, limit: number): Promise<Stats> {
+    if (this.#pool === undefined) return this.#read(() => this.#reads.stats(filter, group, limit));
+    return this.#pool.read({ op: 'stats', filter, group, limit }) as Promise<Stats>;
   }
 
   create(input: UserInput): Promise<User> {
