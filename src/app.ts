@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { ChangeFeed } from './changes/feed.ts';
 import { EVENT_RULES } from './changes/schemas.ts';
 import { registerEventStream } from './changes/stream.ts';
@@ -10,6 +10,7 @@ import { registerCompression } from './http/compression.ts';
 import { registerConditionalGet } from './http/conditional.ts';
 import { registerCors } from './http/cors.ts';
 import { crossSiteWriteCheck } from './http/cross-origin.ts';
+import { ServiceLogController, wasCutShort } from './http/cut-short.ts';
 import { earlyRefusals, registerErrorHandlers } from './http/errors.ts';
 import { registerGate } from './http/gate.ts';
 import { allowedHosts } from './http/hosts.ts';
@@ -89,7 +90,7 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
     // Behind a proxy, the rate limit and the logs need the client's address, not the proxy's.
     ...(config.trustedProxies.length > 0 ? { trustProxy: config.trustedProxies.join(',') } : {}),
     requestIdHeader: false,
-    logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
+    logController: new ServiceLogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
     routerOptions: { querystringParser: parseParams, maxParamLength: 65_536 },
     frameworkErrors: early.frameworkErrors,
@@ -149,7 +150,8 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
     done();
   });
   app.addHook('onRequestAbort', (request, done) => {
-    request.log.info({ req: request }, 'request aborted by the client');
+    // An answer the service cut short was logged as such; the client did not abort it.
+    if (!wasCutShort(request)) request.log.info({ req: request }, 'request aborted by the client');
     metrics.abandoned();
     done();
   });

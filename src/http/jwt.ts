@@ -35,7 +35,6 @@ function reasonOf(error: unknown): string {
   if (error instanceof errors.JOSEAlgNotAllowed) return 'the token is signed with an algorithm not allowed (alg)';
   if (error instanceof errors.JWSSignatureVerificationFailed) return 'the signature does not verify';
   if (error instanceof errors.JWKSNoMatchingKey) return 'no key of the provider matches the token (kid)';
-  if (error instanceof errors.JWKSMultipleMatchingKeys) return 'the token names no key (kid) and several match';
   // jose's checks of a key it was given (an RSA key under 2048 bits the provider published, say).
   if (error instanceof TypeError) return "the provider's key for it cannot be used";
   return 'the token is malformed';
@@ -91,9 +90,27 @@ export function jwtVerifier(config: JwtConfig): (token: string) => Promise<JwtOu
     clockTolerance: config.clockSkewMs / 1000,
     requiredClaims: ['exp'],
   };
+  // Several keys may fit a token while the provider rotates them: tokens without a kid (providers
+  // with one key often leave it out) or a kid on two keys. The token is valid if one of them
+  // verifies it; jose yields those keys, and leaves trying them to the caller.
+  const verifyWithAny = async (token: string) => {
+    try {
+      return await jwtVerify(token, key as JWTVerifyGetKey, options);
+    } catch (error) {
+      if (!(error instanceof errors.JWKSMultipleMatchingKeys)) throw error;
+      for await (const candidate of error) {
+        try {
+          return await jwtVerify(token, candidate, options);
+        } catch (other) {
+          if (!(other instanceof errors.JWSSignatureVerificationFailed)) throw other;
+        }
+      }
+      throw new errors.JWSSignatureVerificationFailed();
+    }
+  };
   return async (token) => {
     try {
-      const { payload } = await jwtVerify(token, key as JWTVerifyGetKey, options);
+      const { payload } = await verifyWithAny(token);
       return { kind: 'valid', scopes: scopesOf(payload[config.scopeClaim]) };
     } catch (error) {
       if (error instanceof KeysUnavailable) {

@@ -388,6 +388,48 @@ describe('JWT key rotation at the provider (JWT_JWKS_COOLDOWN=1s, JWT_JWKS_MAX_A
   });
 });
 
+// Providers in the middle of a rotation may publish two keys a token could be checked with: tokens
+// without a kid (providers with one key often omit it), or one kid on two keys. Each is tried.
+const rsNext = await signingKey('rs-next', 'RS256');
+const rsTwin = await signingKey('rs-1', 'RS256');
+
+describe('JWT: several keys of the provider fit the token (a rotation)', () => {
+  const provide = ownProvider([rs.publicJwk, rsNext.publicJwk, rsTwin.publicJwk]);
+  const suite = appForSuite(() => ({ ...JWT_ENV, JWT_JWKS_URL: `${provide().url}/jwks.json` }));
+  const read = claims({ scope: 'users:read' });
+  const cases: ReadonlyArray<{ name: string; token: () => Promise<string>; status: number; reason?: RegExp }> = [
+    { name: 'no kid, signed by the first key', token: () => sign(rs, read, { kid: undefined }), status: 200 },
+    { name: 'no kid, signed by the second key', token: () => sign(rsNext, read, { kid: undefined }), status: 200 },
+    { name: 'a kid two keys share, signed by the second', token: () => sign(rsTwin, read), status: 200 },
+    { name: 'a kid two keys share, signed by the first', token: () => sign(rs, read), status: 200 },
+    {
+      name: 'no kid, signed by a key the provider does not publish',
+      token: () => sign(attacker, read, { kid: undefined }),
+      status: 401,
+      reason: /the signature does not verify/,
+    },
+    {
+      name: 'a kid two keys share, signed by neither',
+      token: () => sign(attacker, read),
+      status: 401,
+      reason: /the signature does not verify/,
+    },
+    {
+      name: 'no kid, the right key, but expired',
+      token: () => sign(rsNext, claims({ scope: 'users:read', exp: now() - 3600 }), { kid: undefined }),
+      status: 401,
+      reason: /expired/,
+    },
+  ];
+  for (const row of cases) {
+    it(`${row.name}: ${row.status}`, async () => {
+      const answer = await call(suite.current.app, 'GET', '/users', { headers: bearer(await row.token()) });
+      assert.equal(answer.status, row.status, answer.text);
+      if (row.reason !== undefined) assert.match(answer.headers.get('www-authenticate') ?? '', row.reason);
+    });
+  }
+});
+
 describe('JWT: a flood of unknown kids (JWT_JWKS_COOLDOWN=1h)', () => {
   const provide = ownProvider();
   const suite = appForSuite(() => ({

@@ -7,6 +7,7 @@ import { openBetterSqlite } from '../../src/store/sqlite/native-objects.ts';
 import { assertProblem, call, createUser } from '../helpers/http.ts';
 import { mountExt4, mountSkip, mountTmpfs } from '../helpers/mounts.ts';
 import { runCli } from '../helpers/cli.ts';
+import { seedRecords } from '../helpers/seed.ts';
 import { type RunningServer, startServer, tempDir } from '../helpers/server.ts';
 
 // Faults of the SQLite file and its disk, made for real: files deleted or replaced under the running
@@ -169,6 +170,51 @@ describe('SQLite files changed under a running service', () => {
     const checked = await runCli(['check'], { env: { DATABASE_URL: path } });
     assert.equal(checked.code, 1, checked.stdout + checked.stderr);
     assert.match(checked.stdout + checked.stderr, /damaged|corrupt|integrity/i);
+  });
+
+  it('damage past the first page of a streamed listing: the answer is cut short and the log names the fault, not the client', async () => {
+    const path = join(data.dir, 'damaged-late.db');
+    await seedRecords(path, 2500, 'late');
+    // The last leaf of the records' table, in key order (dbstat's path): ids past the first page.
+    const db = openBetterSqlite(path, { readonly: true });
+    const last = db
+      .prepare("SELECT pageno FROM dbstat WHERE name = 'users' AND pagetype = 'leaf' ORDER BY path DESC LIMIT 1")
+      .pluck()
+      .get() as number;
+    const pageSize = db.pragma('page_size', { simple: true }) as number;
+    db.close();
+    const fd = openSync(path, 'r+');
+    writeSync(fd, Buffer.alloc(pageSize, 0x5a), 0, pageSize, (last - 1) * pageSize);
+    closeSync(fd);
+    const server = await startServer({ DATABASE_URL: path });
+    const cut: string[] = [];
+    try {
+      for (const accept of ['application/json', 'text/csv', 'application/x-ndjson']) {
+        for (const encoding of ['identity', 'gzip']) {
+          const headers = { accept, 'accept-encoding': encoding };
+          const response = await fetch(`${server.url}/users?fields=id,name`, { headers });
+          assert.equal(response.status, 200, accept);
+          await assert.rejects(response.text(), `${accept}, ${encoding}: the body must end cut short, not look whole`);
+          cut.push(response.headers.get('x-request-id') as string);
+        }
+      }
+    } finally {
+      await server.stop();
+    }
+    for (const id of cut) {
+      const lines = server.logs.filter((line) => line.includes(id)).map((line) => JSON.parse(line));
+      const fault = lines.find((line) => line.level >= 50 && JSON.stringify(line).includes('SQLITE_CORRUPT'));
+      assert.ok(
+        fault,
+        `no error line names the fault of request ${id}:\n${lines.map((l) => JSON.stringify(l)).join('\n')}`,
+      );
+      assert.ok(
+        !lines.some((line) => /aborted by the client/.test(line.msg)),
+        `request ${id} logged as the client's abort`,
+      );
+      // The client was answered 200 and a body cut short: no line may say it was answered 503.
+      assert.ok(!lines.some((line) => line.res?.statusCode === 503), `request ${id} logged as answered 503`);
+    }
   });
 
   it("another program's SQLite file is refused at start and left as it was", async () => {
