@@ -28,7 +28,7 @@ import { isAtEnd, remembered, rememberedBatch, runNow, type WriteRequest } from 
 import { FileGuard } from './file-guard.ts';
 import { openConnection } from './connection.ts';
 import { ReaderPool } from './reader-pool.ts';
-import { asUnavailable } from './errors.ts';
+import { asUnavailable, needsReopen } from './errors.ts';
 import { ReadStatements } from './statements.ts';
 import type { JobOutcome } from './writer.ts';
 import { InlineLink, ThreadLink, type WriterLink } from './writer-link.ts';
@@ -153,6 +153,7 @@ export class SqliteStore implements UserStore {
     this.#reads = new ReadStatements(db);
     this.#link = link;
     this.#pool = pool;
+    if (pool !== undefined) pool.onFault = (why) => link.suspect(why);
     this.#listeners = listeners;
     this.#guard = guard;
     this.#busyTimeoutMs = busyTimeoutMs;
@@ -189,8 +190,14 @@ export class SqliteStore implements UserStore {
       this.#openTurn();
       return Promise.resolve(work());
     } catch (error) {
-      return isBusy(error) ? this.#retry(work) : Promise.reject(asUnavailable(error));
+      return isBusy(error) ? this.#retry(work) : Promise.reject(this.#fault(error));
     }
+  }
+
+  /** A read's error as the store reports it; a fault of the file has the writer check it first. */
+  #fault(error: unknown): unknown {
+    if (needsReopen(error)) this.#link.suspect((error as Error).message);
+    return asUnavailable(error);
   }
 
   async #retry<T>(work: () => T): Promise<T> {
@@ -200,7 +207,7 @@ export class SqliteStore implements UserStore {
       try {
         return work();
       } catch (error) {
-        if (!isBusy(error) || performance.now() + wait > deadline) throw asUnavailable(error);
+        if (!isBusy(error) || performance.now() + wait > deadline) throw this.#fault(error);
       }
     }
   }
