@@ -461,7 +461,7 @@ for (const backend of persistent) {
       const created = await Promise.all(stores.map((store, i) => store.create({ name: `n${i}`, age: i, city: 'c' })));
       assert.equal(new Set(created.map((user) => user.id)).size, stores.length);
       for (const store of stores) await store.close();
-      assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8]);
+      assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
     });
 
     it('two stores on one database changing the same records in opposite orders both succeed', async () => {
@@ -518,11 +518,11 @@ for (const backend of persistent) {
       // Migration 8 changes the same table: a database without 3 and 4 has not had it either.
       const drop = 'DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version IN (3, 4, 8)';
       await runSql(url, { sqlite: drop, postgres: drop });
-      assert.deepEqual(await migrationVersions(url), [1, 2, 5, 6, 7]);
+      assert.deepEqual(await migrationVersions(url), [1, 2, 5, 6, 7, 9]);
 
       const upgraded = await openUrl(url);
       try {
-        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
         assert.deepEqual(await upgraded.list({}), [ada]);
         const first = await upgraded.createOnce(ada, { key: 'k', fingerprint: 'f' });
         assert.ok(first.ok && !first.replayed);
@@ -551,7 +551,7 @@ for (const backend of persistent) {
       });
       const upgraded = await openUrl(url);
       try {
-        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
         assert.deepEqual(await upgraded.createOnce(ada, { key: 'k', fingerprint: 'f' }), {
           ok: true,
           user: ada,
@@ -575,7 +575,7 @@ for (const backend of persistent) {
       await runSql(url, { sqlite: `${old}; ${forget}`, postgres: `${old}; ${forget}` });
       const upgraded = await openUrl(url);
       try {
-        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
         assert.deepEqual(await upgraded.list({ search: 'ΣΆΜΟΣ' }), [samos]);
         assert.deepEqual(await upgraded.list({ search: 'kırık' }), [samos]);
         assert.deepEqual(await upgraded.list({ search: 'kirik' }), []);
@@ -651,6 +651,55 @@ for (const backend of persistent) {
         assert.ok(!bytes.includes(value), `${value} is still in the file`);
       }
       assert.ok(bytes.includes('Corrected'), 'the check can see a stored value');
+    });
+
+    it('the change log keeps an update’s record as it was (committed and read back alike); creations, deletions and older rows keep none', async () => {
+      const url = await backend.fresh();
+      const store = await openUrl(url);
+      try {
+        const committed: Commit[] = [];
+        store.onCommit((commit) => committed.push(commit));
+        const created = await store.create({ name: 'Ada', age: 36, city: 'London' });
+        await sleep(3);
+        const updated = await store.update(created.id, { city: 'Paris' });
+        assert.ok(updated.ok);
+        assert.ok((await store.remove(created.id)).ok);
+        const log = (await store.changes(0, 10)).changes;
+        assert.deepEqual(
+          log,
+          committed.flatMap((commit) => commit.changes),
+          'the log reads back what was committed',
+        );
+        const cases = [
+          { kind: 'created', user: created, before: undefined },
+          { kind: 'updated', user: updated.user, before: created },
+          { kind: 'deleted', user: updated.user, before: undefined },
+        ];
+        for (const [i, expected] of cases.entries()) {
+          const change = log[i];
+          assert.equal(change?.kind, expected.kind);
+          assert.deepEqual(change.user, expected.user, `${expected.kind}: the record`);
+          assert.deepEqual(change.before, expected.before, `${expected.kind}: the record before`);
+        }
+      } finally {
+        await store.close();
+      }
+      // An update logged before migration 9 has no before-state: it reads as none, not as a record.
+      await runSql(url, {
+        sqlite:
+          'UPDATE changes SET before_name = NULL, before_age = NULL, before_city = NULL, before_updated_at = NULL',
+        postgres:
+          'UPDATE changes SET before_name = NULL, before_age = NULL, before_city = NULL, before_updated_at = NULL',
+      });
+      const reopened = await openUrl(url);
+      try {
+        const updated = (await reopened.changes(0, 10)).changes[1];
+        assert.equal(updated?.kind, 'updated');
+        assert.equal(updated.before, undefined);
+        assert.equal(Object.hasOwn(updated, 'before'), false);
+      } finally {
+        await reopened.close();
+      }
     });
 
     it('refuses a database whose schema is newer than this service knows', async () => {

@@ -213,6 +213,18 @@ const MIGRATIONS: readonly PostgresMigration[] = [
     // ids); NULL for a single create, whose record is user_id.
     sql: 'ALTER TABLE idempotency_keys ADD COLUMN batch_ids TEXT',
   },
+  {
+    version: 9,
+    name: 'change log: the record before an update',
+    // As SQLite's migration 9: an update's row keeps the record as it was (its own fields and
+    // updatedAt); NULL for creations and deletions, and for the updates logged before it.
+    sql: `
+      ALTER TABLE changes ADD COLUMN before_name TEXT,
+        ADD COLUMN before_age SMALLINT,
+        ADD COLUMN before_city TEXT,
+        ADD COLUMN before_updated_at TIMESTAMPTZ;
+    `,
+  },
 ];
 
 /** Any fixed number works; it only has to be the same in every instance of the service. */

@@ -146,6 +146,19 @@ const MIGRATIONS: readonly Migration[] = [
     // ids); NULL for a single create, whose record is user_id.
     sql: 'ALTER TABLE idempotency_keys ADD COLUMN batch_ids TEXT',
   },
+  {
+    version: 9,
+    name: 'change log: the record before an update',
+    // An update's row keeps the record as it was too (its own fields and updatedAt, in ms), so a
+    // filtered stream can tell a record that left its view. NULL for creations and deletions, and
+    // for the updates logged before this migration.
+    sql: `
+      ALTER TABLE changes ADD COLUMN before_name TEXT;
+      ALTER TABLE changes ADD COLUMN before_age INTEGER;
+      ALTER TABLE changes ADD COLUMN before_city TEXT;
+      ALTER TABLE changes ADD COLUMN before_updated_at INTEGER;
+    `,
+  },
 ];
 
 /**
