@@ -4,12 +4,16 @@ import type { Counter } from 'prom-client';
 import { allowOnly } from '../http/methods.ts';
 import { HttpError, PROBLEM_CONTENT_TYPE } from '../http/problem.ts';
 import { ProblemSchema, problemResponses } from '../http/schemas.ts';
-import type { Change, UserStore } from '../store/store.ts';
+import { type Change, narrows, type UserStore } from '../store/store.ts';
+import { normalizeInput } from '../users/input.ts';
 import { TAGS } from '../users/openapi.ts';
+import { parseListing } from '../users/query.ts';
+import type { ListQuery } from '../users/schemas.ts';
 import { type ChangeFeed, LogMoved } from './feed.ts';
 import { EVENT_ID_PATTERN, EVENT_RULES, EventsHeaders, EventsQuery } from './schemas.ts';
 import { type EndReason, StreamFollower } from './stream-follower.ts';
 import { StreamPlaces, streamClient } from './stream-places.ts';
+import { ChangeView } from './view.ts';
 
 export const EVENT_STREAM_TYPE = 'text/event-stream; charset=utf-8';
 
@@ -93,6 +97,8 @@ export function registerEventStream(
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/users/events',
     {
+      // The filters' values are brought into shape as the listing's are (text trimmed).
+      preValidation: normalizeInput,
       schema: {
         tags: TAGS,
         operationId: 'streamUserEvents',
@@ -117,7 +123,11 @@ export function registerEventStream(
       },
     },
     async (request, reply) => {
-      const requested = resumeAfter(request.headers['last-event-id'], request.query.after);
+      const { after, ...filters } = request.query;
+      const requested = resumeAfter(request.headers['last-event-id'], after);
+      // The listing's own parser, so a filter means here what it means to GET /users.
+      const { filter } = parseListing(filters as ListQuery);
+      const view = narrows(filter) ? new ChangeView(filter) : undefined;
       // Taken before the first read, so streams being admitted count against the limits too.
       const place = places.take(streamClient(request.ip, request.headers.authorization, options.byToken));
       if (place === 'client') {
@@ -182,6 +192,7 @@ export function registerEventStream(
         },
         close: () => raw.destroy(),
         graceMs: options.heartbeatMs,
+        view,
       });
       open.add(follower);
       heartbeat ??= setInterval(beat, options.heartbeatMs).unref();

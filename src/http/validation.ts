@@ -40,6 +40,8 @@ export function compileChecker(
   const check = Compile(schema);
   const order = Object.keys((schema as { properties?: object }).properties ?? {});
   const known = new Set(order);
+  // Names a route refuses with a reason of its own (`x-refused`: name to detail), rather than as unknown.
+  const refused = (schema as { 'x-refused'?: Readonly<Record<string, string>> })['x-refused'] ?? {};
   return (value) => {
     const early = paramErrors(value);
     if (early.length === 0 && check.Check(value)) return [];
@@ -50,7 +52,11 @@ export function compileChecker(
     const ownPart: Record<string, unknown> = {};
     for (const name of Object.keys(input)) {
       if (known.has(name)) ownPart[name] = input[name];
-      else unknown.push({ parameter: name, detail: unknownDetail });
+      else
+        unknown.push({
+          parameter: name,
+          detail: Object.hasOwn(refused, name) ? (refused[name] as string) : unknownDetail,
+        });
     }
     const named = new Set(early.map((error) => error.parameter));
     const errors = [...fieldErrors(check.Errors(ownPart), ownPart, rules, order), ...unknown];
