@@ -41,7 +41,8 @@ export const EventsQuery = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false, 'x-refused': LISTING_ONLY },
+  // `after` is an event id here, a record id in a listing.
+  { additionalProperties: false, 'x-refused': LISTING_ONLY, 'x-rules': { after: EVENT_RULES.eventId } },
 );
 
 export const EventsHeaders = Type.Object({

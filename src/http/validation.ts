@@ -19,7 +19,9 @@ export function createValidatorCompiler(rules: Readonly<Record<string, string>>)
     // Headers schemas document the headers a route reads (OpenAPI); the routes check the ones that
     // matter themselves (Idempotency-Key), so they cost nothing per request.
     if (httpPart === 'body' || httpPart === 'headers') return (value) => ({ value });
-    const faultsOf = compileChecker(schema, rules);
+    // A route's own words for a parameter whose name another route uses otherwise (`x-rules`).
+    const own = (schema as { 'x-rules'?: Readonly<Record<string, string>> })['x-rules'];
+    const faultsOf = compileChecker(schema, own === undefined ? rules : { ...rules, ...own });
     return (value) => {
       const faults = faultsOf(value);
       return faults.length === 0 ? { value } : { error: invalidInput(faults) };

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { type ClientRequest, request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { EVENT_RULES, LISTING_ONLY } from '../../src/changes/schemas.ts';
 import { ChangeView } from '../../src/changes/view.ts';
 import type { Change, ListFilter, User } from '../../src/store/store.ts';
 import { BACKENDS, type Database } from '../helpers/backends.ts';
@@ -315,8 +316,95 @@ for (const backend of BACKENDS) {
         for (const follower of again) follower.close();
       }
     });
+
+    it('catching up through thousands of changes its view does not see, twenty streams at once: each gets the one it sees, the API answers meanwhile', async () => {
+      const start = version;
+      const batch = JSON.stringify(
+        Array.from({ length: 1000 }, (_, i) => ({ name: `hay${i}`, age: '1', city: 'Hay' })),
+      );
+      for (let n = 0; n < 5; n++) {
+        const answer = await call(server.url, 'POST', '/users?fields=id', {
+          headers: { 'content-type': 'application/json' },
+          body: batch,
+        });
+        assert.equal(answer.status, 200, answer.text);
+        version += 1000;
+      }
+      const needle = await apply({ op: 'create', as: 'needle', name: 'Needle', age: '5', city: 'Hay' });
+      const streams = Array.from({ length: 20 }, () => follow(server.url, `?after=${start}&name=Needle`));
+      try {
+        // While they page through the log, one page per turn, other requests are served.
+        const read = await call(server.url, 'GET', `/users/${needle.id}`);
+        assert.equal(read.status, 200, read.text);
+        await Promise.all(streams.map((stream, i) => reached(stream, version, `stream ${i}`)));
+        for (const stream of streams) {
+          assert.deepEqual(stream.events, [{ id: version, type: 'user.created', data: needle.record }]);
+        }
+      } finally {
+        for (const stream of streams) stream.close();
+      }
+    });
   });
 }
+
+/** Bad input: the filters' faults answer exactly as the listing's do; what only a listing takes is refused with why. */
+const BAD: Array<{
+  name: string;
+  query: string;
+  asListing: boolean;
+  errors?: Array<{ parameter: string; detail: string }>;
+}> = [
+  { name: 'a blank value', query: 'city=%20', asListing: true },
+  { name: 'a number out of range', query: 'age=151', asListing: true },
+  { name: 'a bound that is not a number', query: 'age.gte=x', asListing: true },
+  { name: 'a date that does not exist', query: 'createdAt.gt=2026-02-30T00:00:00Z', asListing: true },
+  { name: 'a search too long', query: `q=${'a'.repeat(201)}`, asListing: true },
+  { name: 'a search with a control character', query: 'q=a%01', asListing: true },
+  { name: 'a filter given twice', query: 'name=a&name=b', asListing: true },
+  { name: 'a malformed encoding', query: 'city=%E0%A4', asListing: true },
+  { name: 'an unknown parameter', query: 'colour=red&city=Paris', asListing: true },
+  { name: 'several faults at once', query: 'age=x&updatedAt.lt=2026-13-01T00:00:00Z&colour=red', asListing: true },
+  ...(['sort=age', 'limit=3', 'cursor=abc', 'fields=id'] as const).map((query) => {
+    const parameter = query.split('=')[0] as keyof typeof LISTING_ONLY;
+    return {
+      name: `${parameter}, which only a listing takes`,
+      query: `city=Paris&${query}`,
+      asListing: false,
+      errors: [{ parameter, detail: LISTING_ONLY[parameter] }],
+    };
+  }),
+  {
+    name: 'an event id that is not one',
+    query: 'after=x&city=Paris',
+    asListing: false,
+    errors: [{ parameter: 'after', detail: `must be ${EVENT_RULES.eventId}` }],
+  },
+];
+
+describe('filtered event stream: bad parameters', () => {
+  let server: RunningServer;
+  const dir = tempDir();
+  before(async () => {
+    server = await startServer({ DATABASE_URL: `${dir.dir}/users.db` });
+  });
+  after(async () => {
+    await server?.stop();
+    dir.cleanup();
+  });
+  for (const { name, query, asListing, errors } of BAD) {
+    it(`${name} (${query.slice(0, 40)}): 400, ${asListing ? 'the problem GET /users answers' : 'saying why'}`, async () => {
+      const stream = await call(server.url, 'GET', `/users/events?${query}`);
+      assert.equal(stream.status, 400, stream.text);
+      assert.match(stream.headers.get('content-type') ?? '', /^application\/problem\+json/);
+      assert.equal(stream.json.type, '/problems/invalid-input');
+      if (asListing) {
+        const listing = await call(server.url, 'GET', `/users?${query}`);
+        assert.equal(listing.status, 400, listing.text);
+        assert.deepEqual(stream.json, listing.json);
+      } else assert.deepEqual(stream.json.errors, errors);
+    });
+  }
+});
 
 describe('a view of the changes (view.ts)', () => {
   const at = new Date('2026-11-23T10:00:00.000Z');
