@@ -58,8 +58,8 @@ function follow(url: string, query: string, headers: Record<string, string> = {}
       res.on('data', (chunk: string) => {
         follower.raw += chunk;
         // Where it starts (the id it resumed after, or the version at connecting) counts as given.
-        const start = /^: changes after (\d+)$/m.exec(follower.raw)?.[1];
-        if (follower.lastId === undefined && start !== undefined) follower.lastId = Number(start);
+        const start = follower.lastId === undefined ? /^: changes after (\d+)$/m.exec(follower.raw)?.[1] : undefined;
+        if (start !== undefined) follower.lastId = Number(start);
         parse(chunk);
       });
       res.on('error', () => undefined);
@@ -84,7 +84,7 @@ async function until(done: () => boolean, what: () => string, timeoutMs = 60_000
 function reached(follower: Follower, version: number, what: string): Promise<void> {
   return until(
     () => (follower.lastId ?? -1) >= version,
-    () => `${what}: at ${follower.lastId} of ${version}`,
+    () => `${what}: at ${follower.lastId} of ${version}; it ended with: ${follower.raw.slice(-300)}`,
   );
 }
 
@@ -342,6 +342,103 @@ for (const backend of BACKENDS) {
         }
       } finally {
         for (const stream of streams) stream.close();
+      }
+    });
+  });
+}
+
+/** The filters of the two-process run's subscribers: each kind, and records moving in and out of each. */
+const CONCURRENT_FILTERS = [
+  'city=Paris',
+  'age.gte=50&age.lt=100',
+  'city=Rome&age.lt=75',
+  'q=an',
+  'id.lte=150&city=Oslo',
+];
+const NAMES = ['Ana', 'Dana', 'Jan', 'Bob', 'Eve', 'Ivan', 'Oskar', 'Li'];
+const CITIES = ['Paris', 'Rome', 'Oslo'];
+
+/**
+ * `total` writes from `concurrency` clients at once, spread over the servers: creates, updates that
+ * move records into and out of the filters, deletes. Answers how many made a change (200).
+ */
+async function mixedWrites(urls: readonly string[], total: number, concurrency: number): Promise<number> {
+  const created: number[] = [];
+  let next = 0;
+  let changed = 0;
+  const pick = <T>(items: readonly T[], n: number) => items[n % items.length] as T;
+  const client = async (c: number) => {
+    for (let n = next++; n < total; n = next++) {
+      const url = urls[(n + c) % urls.length] as string;
+      const target = created.length > 10 ? pick(created, n * 7919) : undefined;
+      const roll = n % 20;
+      const path =
+        target === undefined || roll < 9
+          ? `/users?name=${pick(NAMES, n)}&age=${(n * 37) % 151}&city=${pick(CITIES, n * 3)}&fields=id`
+          : roll < 12
+            ? `/users/${target}?city=${pick(CITIES, n)}`
+            : roll < 15
+              ? `/users/${target}?age=${(n * 53) % 151}`
+              : roll < 17
+                ? `/users/${target}?name=${pick(NAMES, n * 5)}&city=${pick(CITIES, n * 11)}`
+                : `/users/${target}`;
+      const method = target === undefined || roll < 9 ? 'POST' : roll < 17 ? 'PATCH' : 'DELETE';
+      const answer = await call(url, method, path);
+      assert.ok(answer.status === 200 || answer.status === 404, `write ${n}: ${answer.status} ${answer.text}`);
+      if (answer.status !== 200) continue;
+      changed++;
+      if (method === 'POST') created.push(answer.json.data[0].id as number);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, (_, c) => client(c)));
+  return changed;
+}
+
+for (const backend of BACKENDS) {
+  describe(`filtered event streams of two processes on one database (${backend.name})`, { skip: backend.skip }, () => {
+    const servers: RunningServer[] = [];
+    let database: Database | undefined;
+    const dir = tempDir();
+    after(async () => {
+      await Promise.all(servers.map((server) => server.stop()));
+      await database?.drop();
+      dir.cleanup();
+    });
+
+    it('600 concurrent writes through both: every subscriber on either, of each filter, ends with what the filtered listing holds', async () => {
+      if (backend.name === 'postgresql') database = await backend.fresh();
+      // Two processes on one database: two instances on PostgreSQL, two on one file with SQLite.
+      const url = database?.url ?? `${dir.dir}/users.db`;
+      for (let i = 0; i < 2; i++) servers.push(await startServer({ DATABASE_URL: url, EVENTS_HEARTBEAT_MS: '1000' }));
+      const urls = servers.map((server) => server.url);
+      const subscribers = CONCURRENT_FILTERS.flatMap((filter) =>
+        urls.map((at) => ({ filter, at, follower: follow(at, `?after=0&${filter}`) })),
+      );
+      const followers = subscribers.map((s) => s.follower);
+      try {
+        await Promise.all(followers.map((follower) => follower.opened));
+        // A fresh database: the change version is the number of changes.
+        const changed = await mixedWrites(urls, 600, 24);
+        await Promise.all(followers.map((follower, i) => reached(follower, changed, `subscriber ${i}`)));
+        const kinds = new Set<string>();
+        for (const { filter, at, follower } of subscribers) {
+          const ids = follower.events.map((event) => event.id);
+          assert.ok(
+            ids.every((id, i) => i === 0 || id > (ids[i - 1] as number)),
+            `${filter} at ${at}: ids rise`,
+          );
+          for (const event of follower.events) kinds.add(event.type);
+          for (const other of urls) {
+            assert.deepEqual(
+              viewOf(follower.events),
+              await listed(other, filter),
+              `${filter} at ${at}, listed at ${other}`,
+            );
+          }
+        }
+        assert.deepEqual([...kinds].sort(), ['user.created', 'user.deleted', 'user.left', 'user.updated']);
+      } finally {
+        for (const follower of followers) follower.close();
       }
     });
   });
