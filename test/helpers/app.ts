@@ -45,9 +45,7 @@ export async function startApp(env: AppEnv = {}, backend?: Backend): Promise<InP
   let store: UserStore;
   try {
     store =
-      settings.DATABASE_URL === undefined
-        ? await openSqliteStore(':memory:')
-        : await openDatabase(config).openStore();
+      settings.DATABASE_URL === undefined ? await openSqliteStore(':memory:') : await openDatabase(config).openStore();
   } catch (error) {
     await database?.drop();
     throw error;
