@@ -9,6 +9,21 @@ const COMPARE: Readonly<Record<RangeOp, (value: number, bound: number) => boolea
 };
 
 /**
+ * Each record's searched fields folded, once per record object however many filters ask: a change
+ * handed to a thousand filtered streams is folded once, not a thousand times.
+ */
+const foldedFields = new WeakMap<User, readonly string[]>();
+
+function folded(user: User): readonly string[] {
+  let values = foldedFields.get(user);
+  if (values === undefined) {
+    values = SEARCH_FIELDS.map((field) => fold(user[field]));
+    foldedFields.set(user, values);
+  }
+  return values;
+}
+
+/**
  * Whether a record is one a listing with this filter returns, decided in memory: the twin of the
  * listing's SQL conditions (list-sql.ts `conditions`), case for case. Exact values compare as the
  * SQL does (text by code point, so as strings), ranges compare the sort value (times in ms, as
@@ -23,5 +38,5 @@ export function listMatcher(filter: ListFilter): (user: User) => boolean {
   return (user) =>
     values.every((field) => user[field] === filter[field]) &&
     ranges.every((range) => COMPARE[range.op](sortValue(user, range.field) as number, range.value)) &&
-    (search === undefined || SEARCH_FIELDS.some((field) => fold(user[field]).includes(search)));
+    (search === undefined || folded(user).some((value) => value.includes(search)));
 }
