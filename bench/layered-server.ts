@@ -33,6 +33,7 @@ function memoryStore(): UserStore {
     version: async () => 1,
     position: async () => ({ version: 1, history: '' }),
     count: async () => 1,
+    stats: unused,
     ping: async () => undefined,
     onCommit: () => undefined,
     close: async () => undefined,

@@ -28,8 +28,8 @@ export interface Timing {
 const EVERYTHING: WorkloadName[] = ['list', 'read', 'mix', 'create'];
 const SERVICE: SystemId[] = ['sqlite', 'postgres'];
 
-/** The queries of GET /users, at 1k and at 1M records, where the targets compare them. */
-const QUERIES: WorkloadName[] = [...QUERY_WORKLOADS, 'count-city'];
+/** The queries of GET /users and its counts by group, at 1k and at 1M records, where the targets compare them. */
+const QUERIES: WorkloadName[] = [...QUERY_WORKLOADS, 'count-city', 'stats-city'];
 
 const forService = (workloads: WorkloadName[], fullListing = false, compression = false): StageStep[] =>
   SERVICE.map((system) => ({ system, workloads, fullListing, compression: compression && system === 'sqlite' }));

@@ -47,13 +47,19 @@ function place(frame: CallFrame, root: string): string {
   if (modules !== -1) url = url.slice(modules + '/node_modules/'.length);
   else if (url.startsWith(root)) url = url.slice(root.length);
   // Lines are kept for node_modules and node: only; tsx compiles src/ onto one line.
-  return url === '' ? '(native)' : url.startsWith('src/') ? url : `${url}:${frame.lineNumber + 1}`;
+  if (url === '') return '(native)';
+  if (url.startsWith('src/')) return url;
+  // The service's bundle (bench/profile.ts profiles what npm start runs): one area, lines kept.
+  if (url.startsWith('/') && url.endsWith('.mjs'))
+    return `(service bundle) ${url.slice(url.lastIndexOf('/') + 1)}:${frame.lineNumber + 1}`;
+  return `${url}:${frame.lineNumber + 1}`;
 }
 
 /** The package or src/ folder a place belongs to. */
 function area(where: string): string {
   if (where === '(native)' || where.startsWith('node:') || where.startsWith('wasm:'))
     return where.split(':')[0] ?? where;
+  if (where.startsWith('(service bundle)')) return '(service bundle)';
   const parts = where.split('/');
   if (parts[0] === 'src') return parts.slice(0, 2).join('/');
   return parts[0]?.startsWith('@') === true ? parts.slice(0, 2).join('/') : (parts[0] ?? where);

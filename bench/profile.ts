@@ -9,11 +9,13 @@ import { type PostgresCluster, seedPostgres, startPostgres } from './postgres.ts
 import { waitIdle } from './proc-stats.ts';
 import { type TimeShare, summariseProfile } from './profile-summary.ts';
 import { seedSqlite } from './seed-files.ts';
+import { buildService } from './service-build.ts';
 import { storeCounters } from './store-counters.ts';
 import { type WorkloadName, workloadPlan } from './workloads.ts';
 import { wrkOrExit } from './wrk.ts';
 
-// Profiles the service, run from source, under the create, list-100k and read-one workloads:
+// Profiles the service, run as npm start runs it (the bundle), under the create, list-100k and
+// read-one workloads (--workloads read,create to choose):
 // node --import tsx bench/profile.ts [--store sqlite|postgres] [--seconds 8] [--out /tmp/prof] [--top 25]
 const ROOT = new URL('..', import.meta.url).pathname;
 const { values } = parseArgs({
@@ -22,21 +24,24 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '8' },
     out: { type: 'string', default: '/tmp/prof' },
     top: { type: 'string', default: '25' },
+    workloads: { type: 'string', default: 'create,list,read' },
   },
 });
 const seconds = Math.min(60, Math.max(1, Number(values.seconds)));
 const top = Number(values.top);
 const CASES: Array<{ workload: WorkloadName; records: number }> = [
-  { workload: 'create', records: 1_000 },
-  { workload: 'list', records: 100_000 },
-  { workload: 'read', records: 1_000 },
-];
+  { workload: 'create' as const, records: 1_000 },
+  { workload: 'list' as const, records: 100_000 },
+  { workload: 'read' as const, records: 1_000 },
+].filter(({ workload }) => values.workloads.split(',').includes(workload));
 const print = (text: string) => process.stdout.write(text);
 const line = (entry: TimeShare, width: number) =>
   `  ${(entry.share * 100).toFixed(1).padStart(5)}%  ${entry.name.padEnd(width)} ${entry.where}\n`;
 
 const wrk = wrkOrExit('profile', (text) => print(`${text}\n`));
 const workDir = mkdtempSync(join(tmpdir(), 'user-records-profile-'));
+// The bundle, not the source through tsx: a profile of source would count tsx's loader as the service's.
+const service = buildService(ROOT, workDir);
 let cluster: PostgresCluster | undefined;
 process.once('exit', () => {
   killStarted();
@@ -67,7 +72,7 @@ async function profileCase(workload: WorkloadName, records: number, serverPrefix
   const port = await freePort();
   const server = await startChild(
     {
-      argv: [process.execPath, '--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--import', 'tsx', 'src/server.ts'],
+      argv: [process.execPath, '--cpu-prof', `--cpu-prof-dir=${profileDir}`, ...service.args],
       env: {
         PORT: String(port),
         HOST: '127.0.0.1',
@@ -108,7 +113,7 @@ async function profileCase(workload: WorkloadName, records: number, serverPrefix
       `${writes} writes in ${after.commits - before.commits} commits: ${(writes / (after.commits - before.commits)).toFixed(2)} writes a commit\n`,
     );
   }
-  // Node names them CPU.<date>.<time>.<pid>.<thread>.<n>; thread 0 is the main one (tsx adds a loader thread).
+  // Node names them CPU.<date>.<time>.<pid>.<thread>.<n>; thread 0 is the main one.
   const file = readdirSync(profileDir).find((name) => /\.\d+\.0\.\d+\.cpuprofile$/.test(name));
   if (file === undefined) return void print(`no profile written in ${profileDir}\n`);
   const summary = summariseProfile(join(profileDir, file), ROOT);

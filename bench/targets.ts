@@ -247,6 +247,7 @@ export function evaluateTargets(
     });
     for (const [id, workload, description, max] of [
       ['T27', 'count-city', 'a count of one city at 1M p99 <100 ms', 100],
+      ['T34', 'stats-city', 'GET /users/stats?group=city (every city) at 1M p99 <100 ms', 100],
       ['T28', 'search', 'search page at 1M p99 <20 ms at 10 connections', 20],
       ['T31', 'count', 'page with count=exact at 1M p99 <20 ms at 10 connections', 20],
     ] as const) {

@@ -19,7 +19,7 @@ export const QUERY_WORKLOADS = [
 export type QueryWorkload = (typeof QUERY_WORKLOADS)[number];
 
 export type WorkloadName =
-  'create' | 'create-64' | 'list' | 'page' | 'read' | 'mix' | 'healthz' | QueryWorkload | 'count-city';
+  'create' | 'create-64' | 'list' | 'page' | 'read' | 'mix' | 'healthz' | QueryWorkload | 'count-city' | 'stats-city';
 
 export const WORKLOAD_LABELS: Record<WorkloadName, string> = {
   create: 'create',
@@ -37,10 +37,15 @@ export const WORKLOAD_LABELS: Record<WorkloadName, string> = {
   search: 'page of 50, q= search',
   count: 'page of 50 by age, with count=exact',
   'count-city': 'count=exact of one city, 1 connection',
+  'stats-city': 'GET /users/stats?group=city, every city, 1 connection',
 };
 
 /** Workloads measured at another number of connections than the run's. */
-export const WORKLOAD_CONNECTIONS: Partial<Record<WorkloadName, number>> = { 'count-city': 1, 'create-64': 64 };
+export const WORKLOAD_CONNECTIONS: Partial<Record<WorkloadName, number>> = {
+  'count-city': 1,
+  'stats-city': 1,
+  'create-64': 64,
+};
 
 const COUNT = { prefer: 'count=exact' };
 
@@ -119,6 +124,9 @@ export function workloadPlan(workload: WorkloadName, records: number, style: Cre
       return { read, createShare: 0 };
     case 'mix':
       return { read, create: createPlan(style), createShare: 0.1 };
+    case 'stats-city':
+      // Every city in one answer (realistic data has 440 of them; the cap is 1,000): the whole table grouped.
+      return { gets: ['/users/stats?group=city&limit=1000'], createShare: 0 };
     default:
       return {
         gets: Array.from({ length: QUERIES_PER_RUN }, () => queryPath(workload, read.records)),

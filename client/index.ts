@@ -8,7 +8,12 @@ export type { components, paths };
 export type User = components['schemas']['User'];
 /** Every error: RFC 9457 problem details. */
 export type Problem = components['schemas']['Problem'];
-export type UsersClient = Client<paths>;
+/**
+ * The media types the client reads: it parses every body as JSON (sending no Accept, which the
+ * service answers with JSON), so the CSV and NDJSON forms of `GET /users` are left out of its types.
+ */
+export type JsonMedia = 'application/json' | 'application/problem+json';
+export type UsersClient = Client<paths, JsonMedia>;
 
 export interface ClientOptions {
   /** A read or write token, when the service has tokens configured. */
@@ -22,7 +27,7 @@ export interface ClientOptions {
  * service reads them: each once, form style (`name=Ada&age=36`).
  */
 export function createUsersClient(baseUrl: string, options: ClientOptions = {}): UsersClient {
-  return createClient<paths>({
+  return createClient<paths, JsonMedia>({
     baseUrl,
     headers: options.token === undefined ? {} : { authorization: `Bearer ${options.token}` },
     querySerializer: { array: { style: 'form', explode: false }, object: { style: 'form', explode: true } },

@@ -202,7 +202,7 @@ export interface paths {
         };
         /**
          * List records: every one, or filtered, searched, sorted and paged
-         * @description Every stored record, oldest first. Optional exact-match filters (`name`, `age`, `city`), ranges (`age.gte`, `createdAt.lt`, ...), a search (`q`), a sort (`sort`) and pages (`limit` with `after`, or with `sort` the `cursor` of the Link); while more records remain, a `Link: <...>; rel="next"` header gives the next page. `Prefer: count=exact` adds `X-Total-Count`.
+         * @description Every stored record, oldest first. Optional exact-match filters (`name`, `age`, `city`), ranges (`age.gte`, `createdAt.lt`, ...), a search (`q`), a sort (`sort`) and pages (`limit` with `after`, or with `sort` the `cursor` of the Link); while more records remain, a `Link: <...>; rel="next"` header gives the next page. `Prefer: count=exact` adds `X-Total-Count`. By `Accept`, the records come as JSON (the default, and the answer to `*\/*`), as CSV (`text/csv`: a header row of the fields, then a row per record) or as NDJSON (`application/x-ndjson`: a JSON object per line), with the same headers; 406 when Accept takes none of them.
          */
         get: operations["listUsers"];
         /**
@@ -229,7 +229,7 @@ export interface paths {
         options: operations["optionsUsers"];
         /**
          * List records: every one, or filtered, searched, sorted and paged
-         * @description Every stored record, oldest first. Optional exact-match filters (`name`, `age`, `city`), ranges (`age.gte`, `createdAt.lt`, ...), a search (`q`), a sort (`sort`) and pages (`limit` with `after`, or with `sort` the `cursor` of the Link); while more records remain, a `Link: <...>; rel="next"` header gives the next page. `Prefer: count=exact` adds `X-Total-Count`.
+         * @description Every stored record, oldest first. Optional exact-match filters (`name`, `age`, `city`), ranges (`age.gte`, `createdAt.lt`, ...), a search (`q`), a sort (`sort`) and pages (`limit` with `after`, or with `sort` the `cursor` of the Link); while more records remain, a `Link: <...>; rel="next"` header gives the next page. `Prefer: count=exact` adds `X-Total-Count`. By `Accept`, the records come as JSON (the default, and the answer to `*\/*`), as CSV (`text/csv`: a header row of the fields, then a row per record) or as NDJSON (`application/x-ndjson`: a JSON object per line), with the same headers; 406 when Accept takes none of them.
          */
         head: operations["listUsersHead"];
         /**
@@ -237,6 +237,34 @@ export interface paths {
          * @description Answered 405 problem details, with `Allow` listing the methods this path serves.
          */
         patch: operations["patchUsersNotAllowed"];
+        trace?: never;
+    };
+    "/users/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count records by city or age, with the least, greatest and mean age
+         * @description The records that match the listing's filters, ranges and search (the same parameters as `GET /users`), counted by `group` (age or city; without it, one group of them all), largest group first, at most `limit` groups (default 100). Ages show as records show them, decimal strings; the mean is rounded to two places.
+         */
+        get: operations["userStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /**
+         * The methods this path serves
+         * @description No body; `Allow` lists the methods. A browser’s CORS preflight is answered before this.
+         */
+        options: operations["optionsUsersStats"];
+        /**
+         * Count records by city or age, with the least, greatest and mean age
+         * @description The records that match the listing's filters, ranges and search (the same parameters as `GET /users`), counted by `group` (age or city; without it, one group of them all), largest group first, at most `limit` groups (default 100). Ages show as records show them, decimal strings; the mean is rounded to two places.
+         */
+        head: operations["userStatsHead"];
+        patch?: never;
         trace?: never;
     };
     "/users/{id}": {
@@ -444,6 +472,28 @@ export interface components {
          */
         Users: {
             data: components["schemas"]["User"][];
+        };
+        /** GroupStats */
+        GroupStats: {
+            /** @description With `group=age`: the group's age. */
+            age?: string;
+            /** @description With `group=city`: the group's city. */
+            city?: string;
+            /** @description How many matching records the group holds. */
+            count: number;
+            /** @description The least age, in decimal digits. Absent when no record matches. */
+            minAge?: string;
+            /** @description The greatest age, in decimal digits. Absent when no record matches. */
+            maxAge?: string;
+            /** @description The mean, as a decimal string rounded to two places (half up), e.g. "36.50". Absent when no record matches. */
+            meanAge?: string;
+        };
+        /**
+         * UserStats
+         * @description The groups, most records first; ties by value (text by Unicode code point, numbers ascending).
+         */
+        UserStats: {
+            data: components["schemas"]["GroupStats"][];
         };
     };
     responses: never;
@@ -1568,10 +1618,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The matching records. */
+            /** @description The matching records, in the format Accept asks for. */
             200: {
                 headers: {
-                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
+                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Counts by group: a hash of the body and X-Total-Count. Use it with If-None-Match or If-Match. */
                     ETag?: string;
                     /** @description The next page, while more remain (with `sort`, it carries a `cursor`). */
                     Link?: string;
@@ -1583,6 +1633,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Users"];
+                    "text/csv": string;
+                    "application/x-ndjson": string;
                 };
             };
             /** @description Not modified: If-None-Match matched the current ETag. */
@@ -1605,6 +1657,15 @@ export interface operations {
             };
             /** @description Tokens are configured and this request had none, or a wrong one. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Accept header accepts none of the media types this answer comes in; the problem is JSON whatever Accept said. */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1750,7 +1811,7 @@ export interface operations {
                     Location?: string;
                     /** @description The same: the body is a representation of the new record (not sent for many records). */
                     "Content-Location"?: string;
-                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
+                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Counts by group: a hash of the body and X-Total-Count. Use it with If-None-Match or If-Match. */
                     ETag?: string;
                     /** @description "true" when this is the remembered answer to an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: string;
@@ -2015,10 +2076,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The matching records. */
+            /** @description The matching records, in the format Accept asks for. */
             200: {
                 headers: {
-                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
+                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Counts by group: a hash of the body and X-Total-Count. Use it with If-None-Match or If-Match. */
                     ETag?: string;
                     /** @description The next page, while more remain (with `sort`, it carries a `cursor`). */
                     Link?: string;
@@ -2048,6 +2109,13 @@ export interface operations {
             };
             /** @description Tokens are configured and this request had none, or a wrong one. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The Accept header accepts none of the media types this answer comes in; the problem is JSON whatever Accept said. */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2123,6 +2191,317 @@ export interface operations {
             };
         };
     };
+    userStats: {
+        parameters: {
+            query?: {
+                /** @description One of: age, city: count the matching records by this field's value, one group per value. Without it, one group of every match. */
+                group?: "age" | "city";
+                /** @description Text of 1 to 200 characters with a visible one among them, and no control, text-direction or noncharacter code points. Surrounding white space is trimmed before the check. */
+                name?: string;
+                /** @description A whole number from 0 to 150, in decimal digits. Stored as an integer and returned as a decimal string. */
+                age?: number;
+                /** @description Text of 1 to 200 characters with a visible one among them, and no control, text-direction or noncharacter code points. Surrounding white space is trimmed before the check. */
+                city?: string;
+                /** @description Only records whose age is above this. A whole number from 0 to 150, in decimal digits. */
+                "age.gt"?: number;
+                /** @description Only records whose age is at or above this. A whole number from 0 to 150, in decimal digits. */
+                "age.gte"?: number;
+                /** @description Only records whose age is below this. A whole number from 0 to 150, in decimal digits. */
+                "age.lt"?: number;
+                /** @description Only records whose age is at or below this. A whole number from 0 to 150, in decimal digits. */
+                "age.lte"?: number;
+                /** @description Only records whose id is above this. A whole number (an id). */
+                "id.gt"?: number;
+                /** @description Only records whose id is at or above this. A whole number (an id). */
+                "id.gte"?: number;
+                /** @description Only records whose id is below this. A whole number (an id). */
+                "id.lt"?: number;
+                /** @description Only records whose id is at or below this. A whole number (an id). */
+                "id.lte"?: number;
+                /** @description Only records whose createdAt is above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "createdAt.gt"?: string;
+                /** @description Only records whose createdAt is at or above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "createdAt.gte"?: string;
+                /** @description Only records whose createdAt is below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "createdAt.lt"?: string;
+                /** @description Only records whose createdAt is at or below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "createdAt.lte"?: string;
+                /** @description Only records whose updatedAt is above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "updatedAt.gt"?: string;
+                /** @description Only records whose updatedAt is at or above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "updatedAt.gte"?: string;
+                /** @description Only records whose updatedAt is below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "updatedAt.lt"?: string;
+                /** @description Only records whose updatedAt is at or below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "updatedAt.lte"?: string;
+                /** @description Text of 1 to 200 characters with no control characters: records whose name or city contains it, ignoring case (Unicode case folding: ß matches ss, ς matches σ) and composed (NFC). From 3 characters an index finds them; shorter text is looked for record by record. */
+                q?: string;
+                /** @description A whole number from 1 to 1000: the most groups answered, largest first (default 100). `X-Total-Count` says how many there are in all. */
+                limit?: number;
+            };
+            header?: {
+                /** @description An ETag from an earlier answer; 304 with no body when it still matches. */
+                "if-none-match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The groups. */
+            200: {
+                headers: {
+                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Counts by group: a hash of the body and X-Total-Count. Use it with If-None-Match or If-Match. */
+                    ETag?: string;
+                    /** @description How many groups there are in all, whatever `limit`. */
+                    "X-Total-Count"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserStats"];
+                };
+            };
+            /** @description Not modified: If-None-Match matched the current ETag. */
+            304: {
+                headers: {
+                    /** @description The current ETag, the one that matched. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input (every bad parameter is listed in `errors`), a malformed body or an unsupported body type. Nothing was stored. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Tokens are configured and this request had none, or a wrong one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The URL is longer than 8 KiB. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error; the cause is logged, not shown. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is not reachable, the service is overloaded or shutting down; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    optionsUsersStats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No body; Allow lists the methods. */
+            204: {
+                headers: {
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Tokens are configured and this request had none, or a wrong one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The URL is longer than 8 KiB. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is not reachable, the service is overloaded or shutting down; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    userStatsHead: {
+        parameters: {
+            query?: {
+                /** @description One of: age, city: count the matching records by this field's value, one group per value. Without it, one group of every match. */
+                group?: "age" | "city";
+                /** @description Text of 1 to 200 characters with a visible one among them, and no control, text-direction or noncharacter code points. Surrounding white space is trimmed before the check. */
+                name?: string;
+                /** @description A whole number from 0 to 150, in decimal digits. Stored as an integer and returned as a decimal string. */
+                age?: number;
+                /** @description Text of 1 to 200 characters with a visible one among them, and no control, text-direction or noncharacter code points. Surrounding white space is trimmed before the check. */
+                city?: string;
+                /** @description Only records whose age is above this. A whole number from 0 to 150, in decimal digits. */
+                "age.gt"?: number;
+                /** @description Only records whose age is at or above this. A whole number from 0 to 150, in decimal digits. */
+                "age.gte"?: number;
+                /** @description Only records whose age is below this. A whole number from 0 to 150, in decimal digits. */
+                "age.lt"?: number;
+                /** @description Only records whose age is at or below this. A whole number from 0 to 150, in decimal digits. */
+                "age.lte"?: number;
+                /** @description Only records whose id is above this. A whole number (an id). */
+                "id.gt"?: number;
+                /** @description Only records whose id is at or above this. A whole number (an id). */
+                "id.gte"?: number;
+                /** @description Only records whose id is below this. A whole number (an id). */
+                "id.lt"?: number;
+                /** @description Only records whose id is at or below this. A whole number (an id). */
+                "id.lte"?: number;
+                /** @description Only records whose createdAt is above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "createdAt.gt"?: string;
+                /** @description Only records whose createdAt is at or above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "createdAt.gte"?: string;
+                /** @description Only records whose createdAt is below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "createdAt.lt"?: string;
+                /** @description Only records whose createdAt is at or below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "createdAt.lte"?: string;
+                /** @description Only records whose updatedAt is above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "updatedAt.gt"?: string;
+                /** @description Only records whose updatedAt is at or above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "updatedAt.gte"?: string;
+                /** @description Only records whose updatedAt is below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "updatedAt.lt"?: string;
+                /** @description Only records whose updatedAt is at or below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "updatedAt.lte"?: string;
+                /** @description Text of 1 to 200 characters with no control characters: records whose name or city contains it, ignoring case (Unicode case folding: ß matches ss, ς matches σ) and composed (NFC). From 3 characters an index finds them; shorter text is looked for record by record. */
+                q?: string;
+                /** @description A whole number from 1 to 1000: the most groups answered, largest first (default 100). `X-Total-Count` says how many there are in all. */
+                limit?: number;
+            };
+            header?: {
+                /** @description An ETag from an earlier answer; 304 with no body when it still matches. */
+                "if-none-match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The groups. */
+            200: {
+                headers: {
+                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Counts by group: a hash of the body and X-Total-Count. Use it with If-None-Match or If-Match. */
+                    ETag?: string;
+                    /** @description How many groups there are in all, whatever `limit`. */
+                    "X-Total-Count"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not modified: If-None-Match matched the current ETag. */
+            304: {
+                headers: {
+                    /** @description The current ETag, the one that matched. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input (every bad parameter is listed in `errors`), a malformed body or an unsupported body type. Nothing was stored. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Tokens are configured and this request had none, or a wrong one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The URL is longer than 8 KiB. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description This client sent more requests this minute than RATE_LIMIT allows; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An internal error; the cause is logged, not shown. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The database is not reachable, the service is overloaded or shutting down; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     getUser: {
         parameters: {
             query?: {
@@ -2147,7 +2526,7 @@ export interface operations {
             /** @description The record. */
             200: {
                 headers: {
-                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
+                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Counts by group: a hash of the body and X-Total-Count. Use it with If-None-Match or If-Match. */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2271,7 +2650,7 @@ export interface operations {
             /** @description The record as stored now. */
             200: {
                 headers: {
-                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
+                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Counts by group: a hash of the body and X-Total-Count. Use it with If-None-Match or If-Match. */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2639,7 +3018,7 @@ export interface operations {
             /** @description The record. */
             200: {
                 headers: {
-                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
+                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Counts by group: a hash of the body and X-Total-Count. Use it with If-None-Match or If-Match. */
                     ETag?: string;
                     [name: string]: unknown;
                 };
@@ -2747,7 +3126,7 @@ export interface operations {
             /** @description The record as stored now. */
             200: {
                 headers: {
-                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Use it with If-None-Match or If-Match. */
+                    /** @description Opaque, compared whole; it names one content for the life of the database, a restore included. A record: `"<id>-<version>.<fingerprint>"`, the fingerprint a hash of all it stores. A listing: the change version in its history, `"v<n>.<history>"` (weak while streamed), or for a page a hash of its body, Link and count. Counts by group: a hash of the body and X-Total-Count. Use it with If-None-Match or If-Match. */
                     ETag?: string;
                     [name: string]: unknown;
                 };

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { ChangeFeed } from './changes/feed.ts';
 import { EVENT_RULES } from './changes/schemas.ts';
 import { registerEventStream } from './changes/stream.ts';
@@ -10,6 +10,7 @@ import { registerCompression } from './http/compression.ts';
 import { registerConditionalGet } from './http/conditional.ts';
 import { registerCors } from './http/cors.ts';
 import { crossSiteWriteCheck } from './http/cross-origin.ts';
+import { ServiceLogController, wasCutShort } from './http/cut-short.ts';
 import { earlyRefusals, registerErrorHandlers } from './http/errors.ts';
 import { registerGate } from './http/gate.ts';
 import { allowedHosts } from './http/hosts.ts';
@@ -60,6 +61,7 @@ export type AppConfig = Pick<
   | 'rateLimit'
   | 'overloadLagMs'
   | 'tokens'
+  | 'jwt'
   | 'corsOrigins'
   | 'trustedProxies'
   | 'allowedHosts'
@@ -88,7 +90,7 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
     // Behind a proxy, the rate limit and the logs need the client's address, not the proxy's.
     ...(config.trustedProxies.length > 0 ? { trustProxy: config.trustedProxies.join(',') } : {}),
     requestIdHeader: false,
-    logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
+    logController: new ServiceLogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
     routerOptions: { querystringParser: parseParams, maxParamLength: 65_536 },
     frameworkErrors: early.frameworkErrors,
@@ -127,7 +129,8 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   // client sends no body to a request that is refused anyway (a 401, say).
   app.server.on('checkContinue', (request, response) => app.server.emit('request', request, response));
 
-  const authenticate = config.tokens.length > 0 ? authenticator(config.tokens) : undefined;
+  const authenticate =
+    config.tokens.length > 0 || config.jwt !== undefined ? authenticator(config.tokens, config.jwt) : undefined;
   const metrics = registerMetrics(app, deps.store);
   const withMetrics = deps.without?.metrics !== true;
   await registerGate(app, {
@@ -147,15 +150,16 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
     done();
   });
   app.addHook('onRequestAbort', (request, done) => {
-    request.log.info({ req: request }, 'request aborted by the client');
+    // An answer the service cut short was logged as such; the client did not abort it.
+    if (!wasCutShort(request)) request.log.info({ req: request }, 'request aborted by the client');
     metrics.abandoned();
     done();
   });
 
-  await registerDocs(app, config.tokens.length > 0);
+  await registerDocs(app, { tokens: authenticate !== undefined, jwt: config.jwt !== undefined });
   registerAdmin(app);
   registerHome(app);
-  registerTokenScope(app, authenticate);
+  registerTokenScope(app);
   const store = withMetrics ? metrics.store : deps.store;
   const lifecycle = deps.lifecycle ?? { draining: false };
   registerHealthRoutes(app, store, lifecycle);
@@ -165,7 +169,7 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
     maxSubscribersPerClient: config.maxSubscribersPerClient,
     bufferBytes: config.eventsBufferMb * 1024 * 1024,
     heartbeatMs: config.eventsHeartbeatMs,
-    byToken: config.tokens.length > 0,
+    byToken: authenticate !== undefined,
     sent: metrics.changes.sent,
     ended: metrics.changes.streamEnded,
   });

@@ -108,6 +108,14 @@ async function serve(config: Readonly<Config>, database: Database, env: NodeJS.P
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
   if (cluster.isWorker) followPrimary(() => void stop(REPLACE_MESSAGE));
+  // One process cannot hand over to itself; left to Node's default, SIGHUP (a `systemctl reload`, a
+  // closed terminal) would end it at once, cutting every request in flight.
+  else
+    process.on('SIGHUP', () =>
+      app.log.warn(
+        'SIGHUP ignored: one process cannot replace itself without a gap; run WORKERS=2 or more for replacement on SIGHUP, or restart it (SIGTERM, then start)',
+      ),
+    );
 }
 
 /**

@@ -5,6 +5,7 @@ import { Conflict, ConfirmDelete, FOCUS_FALLBACK_ID, SignedOut, SignIn } from '.
 import { type FilterErrors, FiltersForm, isFilterKey } from './filters-form.tsx';
 import { applyChanges, type Change, type ChangeBatch } from './change-batch.ts';
 import { follow, type LiveState } from './live.ts';
+import { download } from './download.ts';
 import { describe, mayHaveStored, needsToken, readOnly } from './messages.ts';
 import { type FieldErrors, type FormMode, RecordForm } from './record-form.tsx';
 import { RecordsTable } from './records-table.tsx';
@@ -90,6 +91,7 @@ export function App() {
   const [busy, setBusy] = useState(false);
   const [deleting, setDeleting] = useState<Deleting | undefined>();
   const [conflict, setConflict] = useState<Conflicted | undefined>();
+  const [exporting, setExporting] = useState(false);
   /** The Idempotency-Key of an add whose answer was lost: sent again while the input is the same. */
   const pendingAdd = useRef<{ input: RecordInput; key: string } | undefined>(undefined);
   const start = starts[starts.length - 1] ?? {};
@@ -107,6 +109,18 @@ export function App() {
       setNotice(`${error.message} The page is read-only.`);
     } else setNotice(describe(error));
   }, []);
+
+  /** The view's every record (its filters, search and sort; every page) as a CSV file. */
+  const exportView = useCallback(async () => {
+    setExporting(true);
+    try {
+      download(await api.exportCsv(filters), 'users.csv');
+    } catch (error) {
+      fail(error);
+    } finally {
+      setExporting(false);
+    }
+  }, [api, filters, fail]);
 
   // Each read of the page has a number; an answer that comes after a newer read began is dropped.
   const reads = useRef(0);
@@ -535,6 +549,12 @@ export function App() {
                   Next page
                 </button>
               </nav>
+              <p class="export">
+                <button type="button" disabled={exporting} onClick={() => void exportView()}>
+                  Export CSV
+                </button>
+                <span role="status">{exporting ? 'Exporting every matching record…' : ''}</span>
+              </p>
             </section>
             <section aria-labelledby="activity-title" class="activity">
               <h2 id="activity-title">Recent changes</h2>

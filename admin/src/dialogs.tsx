@@ -158,8 +158,8 @@ export function SignIn(props: { refused?: string; onToken: (token: string) => vo
         </p>
         <p>
           This service shows its records only to people who have an <strong>access token</strong>: a long code, like a
-          password, that the person who runs the service sets up for each user (in its <code>API_TOKENS</code> setting).
-          Ask them for one, then paste it here.
+          password, that the person who runs the service sets up for each user (in its <code>API_TOKENS</code> setting),
+          or one your organisation&apos;s sign-in service issues (a JWT). Ask them for one, then paste it here, whole.
         </p>
         <label for={inputId}>Access token</label>
         <input

@@ -22,7 +22,7 @@ export class ChangeView {
   typeOf(change: Change): EventType | undefined {
     if (this.#matches(change.user)) return eventType(change);
     if (change.kind !== 'updated') return undefined;
-    // An update logged before the log kept the record as it was (schema version 9) is said to have
+    // An update logged before the log kept the record as it was (schema version 10) is said to have
     // left: a client drops the record if it holds it, which is right whether it matched or not.
     return change.before === undefined || this.#matches(change.before) ? 'user.left' : undefined;
   }

@@ -1,7 +1,8 @@
 /**
- * RFC 4180 records out of text that arrives in chunks: fields separated by commas, records by LF or
+ * The one CSV reader: RFC 4180 records out of text that arrives in chunks: fields separated by commas, records by LF or
  * CRLF, fields in double quotes may hold commas, line breaks and doubled quotes. One scan of the
  * characters, no object per field: reading a large file is dominated by the database, not by this.
+ * The writer, which the service's listing shares, is record/csv.ts.
  */
 
 import { LineTooLong, MAX_LINE } from './lines.ts';
@@ -145,34 +146,4 @@ function countLineBreaks(text: string, from: number, to: number): number {
   let n = 0;
   for (let i = text.indexOf('\n', from); i !== -1 && i < to; i = text.indexOf('\n', i + 1)) n++;
   return n;
-}
-
-const NEEDS_QUOTES = /[",\r\n]/;
-/** A spreadsheet of a locale that separates cells with `;` (or a tab) would split such a cell unquoted. */
-const NEEDS_QUOTES_INERT = /[",;\t\r\n]/;
-/** How a cell that a spreadsheet reads as a formula starts (OWASP: CSV injection). */
-const FORMULA = /^[=+\-@\t\r]/;
-
-/**
- * One CSV record, CRLF-ended; a field is quoted only when it must be. By default the line is inert
- * in a spreadsheet, as OWASP advises against CSV injection: a field that starts like a formula
- * (`=`, `+`, `-`, `@`, a tab or a carriage return) gets a leading single quote, which the
- * spreadsheet shows as text, and one holding a semicolon or a tab is quoted too. `raw` writes the
- * values exactly as given (for a program that reads the file as data).
- */
-export function csvLine(fields: readonly string[], options: { raw?: boolean } = {}): string {
-  const raw = options.raw === true;
-  let line = '';
-  for (let i = 0; i < fields.length; i++) {
-    let field = fields[i] as string;
-    if (i > 0) line += ',';
-    if (!raw && FORMULA.test(field)) field = `'${field}`;
-    line += (raw ? NEEDS_QUOTES : NEEDS_QUOTES_INERT).test(field) ? `"${field.replaceAll('"', '""')}"` : field;
-  }
-  return `${line}\r\n`;
-}
-
-/** Whether csvLine changes this value when not raw (it starts like a formula). */
-export function looksLikeFormula(value: string): boolean {
-  return FORMULA.test(value);
 }

@@ -7,9 +7,8 @@ import { type ListFilter, type ListOrder, narrows, sortValue, type User } from '
 import { HEAD, PAGE_SIZE, TAIL } from '../users/listing.ts';
 import { recordJson, selectedFields } from '../record/json.ts';
 import { parseListing } from '../users/query.ts';
-import type { FieldName } from '../record/fields.ts';
 import { ListQuery, RULES } from '../users/schemas.ts';
-import { csvLine, looksLikeFormula } from './csv-records.ts';
+import { csvLine, csvValues, looksLikeFormula } from '../record/csv.ts';
 import { chooseFormat } from './import.ts';
 import { openOutput, put, UsageError } from './output.ts';
 import { Progress } from './progress.ts';
@@ -56,14 +55,6 @@ async function* pages(snapshot: Snapshot, filter: ListFilter, order: ListOrder |
     afterId = last.id;
     after = { values: order?.sort.map((key) => sortValue(last, key.field)) ?? [], id: last.id };
   }
-}
-
-/** A record's values for a CSV row, as the API shows them. */
-function csvValues(user: User, fields: readonly FieldName[]): string[] {
-  return fields.map((field) => {
-    const value = user[field];
-    return value instanceof Date ? value.toISOString() : String(value);
-  });
 }
 
 /** `user-records export [FILE]`. */

@@ -1,5 +1,6 @@
 import type { Writable } from 'node:stream';
-import { csvLine, CsvSyntaxError, csvRecords } from './csv-records.ts';
+import { CsvSyntaxError, csvRecords } from './csv-records.ts';
+import { csvLine } from '../record/csv.ts';
 import { LineTooLong, MAX_LINE } from './lines.ts';
 import { fieldList, RECORD_FIELDS } from '../record/fields.ts';
 

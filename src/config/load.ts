@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { DatabaseConfig } from './database-url.ts';
+import type { JwtConfig } from './jwt.ts';
 import { Invalid } from './kinds.ts';
 import { flagOf, type LogLevel, SETTINGS, type Setting, type SettingKey } from './settings.ts';
 import type { ApiToken } from './values.ts';
@@ -8,17 +9,21 @@ export type { DatabaseConfig } from './database-url.ts';
 export { hideCredentials, parseDatabaseUrl } from './database-url.ts';
 export type { LogLevel } from './settings.ts';
 export type { ApiToken, Scope } from './values.ts';
+export type { JwtConfig } from './jwt.ts';
 
 type ValueOf<S> = S extends Setting<infer T> ? T : never;
 type SettingValues = { [K in SettingKey]: ValueOf<(typeof SETTINGS)[K]> };
+type JwtKey = Extract<SettingKey, `jwt${string}`>;
 
 /** The service's settings, parsed and checked: every setting of SETTINGS, tokens merged from either source. */
 export type Config = Readonly<
-  Omit<SettingValues, 'apiTokens' | 'apiTokensFile'> & {
+  Omit<SettingValues, 'apiTokens' | 'apiTokensFile' | JwtKey> & {
     database: DatabaseConfig;
     logLevel: LogLevel;
-    /** Bearer tokens; none: authentication is off. Never log these. */
+    /** Bearer tokens; none (and no `jwt`): authentication is off. Never log these. */
     tokens: readonly ApiToken[];
+    /** Tokens from an identity provider, when JWT_JWKS_URL or JWT_PUBLIC_KEY is set. */
+    jwt: JwtConfig | undefined;
   }
 >;
 
@@ -83,8 +88,65 @@ export function loadConfig(env: Record<string, string | undefined>, argv: string
       problems.set('HEADERS_TIMEOUT_MS', 'HEADERS_TIMEOUT_MS must not be longer than REQUEST_TIMEOUT_MS');
     } else values.headersTimeoutMs = values.requestTimeoutMs;
   }
+  const jwt = jwtConfig(values as SettingValues, given, problems);
   if (problems.size > 0) throw new ConfigError(`invalid settings:\n  - ${[...problems.values()].join('\n  - ')}`);
 
-  const { apiTokens, apiTokensFile, ...rest } = values as SettingValues;
-  return Object.freeze({ ...rest, tokens: apiTokens ?? apiTokensFile ?? [] }) as Config;
+  const rest = Object.fromEntries(
+    Object.entries(values).filter(([key]) => key !== 'apiTokens' && key !== 'apiTokensFile' && !key.startsWith('jwt')),
+  );
+  const { apiTokens, apiTokensFile } = values as SettingValues;
+  return Object.freeze({ ...rest, tokens: apiTokens ?? apiTokensFile ?? [], jwt }) as Config;
+}
+
+/**
+ * The JWT settings as one object, or undefined when neither source of keys is set; the rules
+ * across them go to `problems`: one source of keys, an issuer and an audience, and no JWT setting
+ * given without a source (it would do nothing, silently).
+ */
+function jwtConfig(values: SettingValues, given: ReadonlySet<SettingKey>, problems: Map<string, string>) {
+  const { jwtJwksUrl: url, jwtPublicKey: publicKey } = values;
+  const source = given.has('jwtJwksUrl') || given.has('jwtPublicKey');
+  if (given.has('jwtJwksUrl') && given.has('jwtPublicKey')) {
+    problems.set('JWT_JWKS_URL', 'set JWT_JWKS_URL or JWT_PUBLIC_KEY, not both');
+  }
+  if (!source) {
+    const stray = [...given].filter((key) => key.startsWith('jwt')).map((key) => SETTINGS[key].env);
+    if (stray.length > 0) {
+      problems.set(
+        'JWT',
+        `${stray.join(', ')} ${stray.length === 1 ? 'is' : 'are'} set, but neither JWT_JWKS_URL nor JWT_PUBLIC_KEY: set one of them to accept JWTs`,
+      );
+    }
+    return undefined;
+  }
+  for (const key of ['jwtIssuer', 'jwtAudience'] as const) {
+    if (values[key] === undefined && !problems.has(SETTINGS[key].env)) {
+      problems.set(SETTINGS[key].env, `${SETTINGS[key].env} is required with JWT_JWKS_URL or JWT_PUBLIC_KEY`);
+    }
+  }
+  if (values.jwtReadScope === values.jwtWriteScope) {
+    problems.set('JWT_WRITE_SCOPE', 'JWT_READ_SCOPE and JWT_WRITE_SCOPE must differ');
+  }
+  const { jwtIssuer: issuer, jwtAudience: audience } = values;
+  if (issuer === undefined || audience === undefined || (url === undefined && publicKey === undefined))
+    return undefined;
+  const keys: JwtConfig['keys'] =
+    url !== undefined
+      ? {
+          kind: 'jwks',
+          url,
+          maxAgeMs: values.jwtJwksMaxAgeMs,
+          cooldownMs: values.jwtJwksCooldownMs,
+          timeoutMs: values.jwtJwksTimeoutMs,
+        }
+      : { kind: 'key', ...(publicKey as NonNullable<typeof publicKey>) };
+  return Object.freeze({
+    keys: Object.freeze(keys),
+    issuer,
+    audience,
+    scopeClaim: values.jwtScopeClaim,
+    readScope: values.jwtReadScope,
+    writeScope: values.jwtWriteScope,
+    clockSkewMs: values.jwtClockSkewMs,
+  });
 }

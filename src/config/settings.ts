@@ -1,5 +1,7 @@
+import type { KeyObject } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { type DatabaseConfig, parseDatabaseUrl } from './database-url.ts';
+import { parseClaimName, parseJwksUrl, parsePublicKey, parseScope } from './jwt.ts';
 import { duration, integer, Invalid, type Kind, oneOf, text } from './kinds.ts';
 import {
   type ApiToken,
@@ -178,6 +180,72 @@ export const SETTINGS = {
     kind: text('a readable file of scope:token lines', readTokenFile),
     emptyIsError: true,
     help: 'a file with one `scope:token` a line (`#` comments allowed), instead of `API_TOKENS` (keeps tokens out of the process environment)',
+  }),
+  jwtJwksUrl: setting<URL | undefined>({
+    env: 'JWT_JWKS_URL',
+    kind: text('an https:// URL', parseJwksUrl),
+    emptyIsError: true,
+    help: 'tokens from an identity provider (JWT), checked against the keys it publishes at this URL (its `jwks_uri`; https, or http to loopback only); needs `JWT_ISSUER` and `JWT_AUDIENCE`, works beside `API_TOKENS`. See [JWT](security.md#tokens-from-an-identity-provider-jwt)',
+  }),
+  jwtPublicKey: setting<{ key: KeyObject; algorithms: readonly string[] } | undefined>({
+    env: 'JWT_PUBLIC_KEY',
+    kind: text('PEM text or the path of a PEM file', parsePublicKey),
+    // A private key pasted by mistake must not be echoed in a message.
+    secret: true,
+    emptyIsError: true,
+    help: 'instead of `JWT_JWKS_URL`: the one public key that signs tokens, as PEM text (`-----BEGIN PUBLIC KEY-----`) or the path of a PEM file; RSA (2048 bits or more), EC P-256/P-384/P-521 or Ed25519',
+  }),
+  jwtIssuer: setting<string | undefined>({
+    env: 'JWT_ISSUER',
+    kind: text('the issuer (iss) tokens must carry', nonEmpty('the issuer (iss) tokens must carry')),
+    help: 'with JWT: the `iss` every token must carry, exactly (the provider’s issuer URL); required',
+  }),
+  jwtAudience: setting<string | undefined>({
+    env: 'JWT_AUDIENCE',
+    kind: text('the audience (aud) tokens must name', nonEmpty('the audience (aud) tokens must name')),
+    help: 'with JWT: the `aud` every token must name (this service’s identifier at the provider); required, so a token issued for another application is refused',
+  }),
+  jwtScopeClaim: setting({
+    env: 'JWT_SCOPE_CLAIM',
+    kind: text('a claim name', parseClaimName),
+    default: 'scope',
+    help: 'with JWT: the claim holding the token’s scopes, a space-separated string or an array of strings (`scp`, `permissions` with some providers)',
+  }),
+  jwtReadScope: setting({
+    env: 'JWT_READ_SCOPE',
+    kind: text('one scope', parseScope),
+    default: 'users:read',
+    help: 'with JWT: the scope that lets a token read (`GET`, `HEAD`, `OPTIONS`), as a `read` API token',
+  }),
+  jwtWriteScope: setting({
+    env: 'JWT_WRITE_SCOPE',
+    kind: text('one scope', parseScope),
+    default: 'users:write',
+    help: 'with JWT: the scope that lets a token do everything, as a `write` API token (it reads too)',
+  }),
+  jwtClockSkewMs: setting({
+    env: 'JWT_CLOCK_SKEW',
+    kind: duration(0, 300_000, '0s to 5m'),
+    default: '30s',
+    help: 'with JWT: how far the provider’s clock may be from this machine’s when `exp` and `nbf` are checked',
+  }),
+  jwtJwksMaxAgeMs: setting({
+    env: 'JWT_JWKS_MAX_AGE',
+    kind: duration(1000, 86_400_000, '1s to 1d'),
+    default: '10m',
+    help: 'with `JWT_JWKS_URL`: how long the fetched keys are used before they are fetched again, so a key the provider removed is refused at most this long after',
+  }),
+  jwtJwksCooldownMs: setting({
+    env: 'JWT_JWKS_COOLDOWN',
+    kind: duration(1000, 3_600_000, '1s to 1h'),
+    default: '10s',
+    help: 'with `JWT_JWKS_URL`: the least time between two fetches of the keys, whatever tokens with unknown key ids (`kid`) arrive, and after a fetch that failed (then 503)',
+  }),
+  jwtJwksTimeoutMs: setting({
+    env: 'JWT_JWKS_TIMEOUT_MS',
+    kind: integer(100, 60_000, { unit: 'milliseconds' }),
+    default: '5000',
+    help: 'with `JWT_JWKS_URL`: how long one fetch of the keys may take; a slower or failed one answers 503',
   }),
   corsOrigins: setting({
     env: 'CORS_ORIGINS',

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter } from 'prom-client';
 import { StoreAtEndError, StoreBusyError, StoreTimeoutError, StoreUnavailableError } from '../store/store.ts';
+import { answerBegan, logCutShort } from './cut-short.ts';
 import { BATCH_BODY_LIMIT, BODY_LIMIT, kib, URL_LIMIT } from './limits.ts';
 import {
   codeForStatus,
@@ -78,6 +79,12 @@ export const OUTCOME_UNKNOWN =
 /** The error handler and the 404 of unknown paths, both in problem details. */
 export function registerErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
+    if (answerBegan(reply)) {
+      // Too late for a problem: the client has a 200 and part of a body, which can only end cut short.
+      logCutShort(request, error);
+      reply.raw.destroy();
+      return;
+    }
     let httpError = toHttpError(error);
     if (error instanceof StoreUnavailableError && !READS.has(request.method)) {
       // A commit can fail after its data reached the disk (an fsync error, a connection lost while

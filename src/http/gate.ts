@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AuthFailure } from './auth.ts';
+import { type Authenticate, type AuthResult, grantScope } from './auth.ts';
 import { hostHeaderCount, hostName, targetHost, validAuthority } from './hosts.ts';
 import { kib, URL_LIMIT } from './limits.ts';
 import type { OverloadMonitor } from './overload.ts';
@@ -23,7 +23,7 @@ export interface GateOptions {
   /** Why a change from another site's page is refused (the origin), or undefined. */
   crossSiteWrite: (method: string, headers: FastifyRequest['headers']) => string | undefined;
   /** Checks the token; none when no tokens are configured. */
-  authenticate: ((method: string, authorization?: string) => AuthFailure | undefined) | undefined;
+  authenticate: Authenticate | undefined;
   /** Registers CORS between the early refusals and authentication (its preflights carry no token). */
   cors?: (app: FastifyInstance) => Promise<void>;
 }
@@ -111,8 +111,11 @@ export async function registerGate(app: FastifyInstance, options: GateOptions): 
     return undefined;
   }
 
-  /** Tiers 3 and 4: who is asking, then the query string's own faults. */
-  function identify(request: FastifyRequest, reply: FastifyReply): HttpError | undefined {
+  /** Tiers 3 and 4: who is asking, then the query string's own faults; a promise only while a JWT is verified. */
+  function identify(
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): HttpError | undefined | Promise<HttpError | undefined> {
     const policy = policyOf(request);
     const origin = crossSiteWrite(request.method, request.headers);
     if (origin !== undefined) {
@@ -126,16 +129,31 @@ export async function registerGate(app: FastifyInstance, options: GateOptions): 
       // needs a token, those outside the request budget (/metrics) included.
       const guessing = guesses?.exhausted(request.ip);
       if (guesses !== undefined && guessing !== undefined) return rateLimited(guesses, guessing.resetAt);
-      const failure = authenticate(request.method, request.headers.authorization);
-      if (failure !== undefined) {
-        if (failure.guessed) {
-          guesses?.hit(request.ip);
-          request.log.warn({ remoteAddress: request.ip, route: policy.route }, 'authentication failed');
-        }
-        return failure.error;
-      }
+      const result = authenticate(request.method, request.headers.authorization);
+      if (result instanceof Promise) return result.then((settled) => admit(request, reply, settled));
+      return admit(request, reply, result);
     }
-    const early = policy.querySchema ? [] : paramErrors(request.query);
+    return queryFaults(request, reply);
+  }
+
+  /** The token's verdict: refused (a wrong token counted and logged), or the request goes on with its scope. */
+  function admit(request: FastifyRequest, reply: FastifyReply, result: AuthResult): HttpError | undefined {
+    if ('error' in result) {
+      const route = policyOf(request).route;
+      if (result.guessed) {
+        guesses?.hit(request.ip);
+        request.log.warn({ remoteAddress: request.ip, route, reason: result.reason }, 'authentication failed');
+      } else if (result.error.status === 503) {
+        request.log.warn({ route, cause: result.reason }, 'the identity provider’s keys could not be fetched');
+      }
+      return result.error;
+    }
+    grantScope(request, result.scope);
+    return queryFaults(request, reply);
+  }
+
+  function queryFaults(request: FastifyRequest, reply: FastifyReply): HttpError | undefined {
+    const early = policyOf(request).querySchema ? [] : paramErrors(request.query);
     if (early.length > 0) return invalidInput(early);
     // "Expect: 100-continue" is answered only now: a client sends no body to a request refused anyway.
     const expect = request.headers.expect;
@@ -144,15 +162,26 @@ export async function registerGate(app: FastifyInstance, options: GateOptions): 
   }
 
   if (options.cors === undefined) {
-    app.addHook('onRequest', (request, reply, done) =>
-      done(carryAndRefuse(request, reply) ?? identify(request, reply)),
-    );
+    app.addHook('onRequest', (request, reply, done) => {
+      const refused = carryAndRefuse(request, reply);
+      if (refused !== undefined) done(refused);
+      else settle(identify(request, reply), done);
+    });
   } else {
     // CORS preflights are answered between the tiers: browsers send them without a token.
     app.addHook('onRequest', (request, reply, done) => done(carryAndRefuse(request, reply)));
     await options.cors(app);
-    app.addHook('onRequest', (request, reply, done) => done(identify(request, reply)));
+    app.addHook('onRequest', (request, reply, done) => settle(identify(request, reply), done));
   }
+}
+
+/** Hands a verdict to the hook's callback at once, or once a JWT is verified (the hook stays callback-style: no promise for the common case). */
+function settle(
+  outcome: HttpError | undefined | Promise<HttpError | undefined>,
+  done: (error?: HttpError) => void,
+): void {
+  if (outcome instanceof Promise) void outcome.then((error) => done(error), done);
+  else done(outcome);
 }
 
 function misdirected(): HttpError {

@@ -9,12 +9,15 @@ export const PROBLEM_CASES: Record<ProblemCode, string> = {
   'invalid-input': 'a parameter is missing, unknown, repeated, malformed or out of its rules',
   'malformed-request': 'the body is not valid JSON, the URL is badly encoded, the request is not valid HTTP',
   'unsupported-media-type': 'a non-empty body that is neither JSON nor a form',
-  unauthorized: 'tokens are configured and the request has none, or a wrong one; see `WWW-Authenticate`',
-  forbidden: 'a read token on a write',
+  unauthorized:
+    'tokens are configured and the request has none, or a wrong one (a JWT expired, not yet valid, badly signed, from another issuer or for another audience); see `WWW-Authenticate`, whose `error_description` says why for a JWT',
+  forbidden: 'a read token on a write, or a JWT without the scope the method needs',
   'cross-origin-write':
     "a change sent from another site's page (a browser's `Origin` or `Sec-Fetch-Site`) whose origin is not in `CORS_ORIGINS`",
   'not-found': 'no record with that id, an id that is not a positive integer, an unknown path',
   'method-not-allowed': 'the path does not serve the method; see `Allow`',
+  'not-acceptable':
+    '`GET /users` with an `Accept` that no type it answers satisfies (`application/json`, `text/csv`, `application/x-ndjson`)',
   'request-timeout': 'the request (headers and body) did not fully arrive within `REQUEST_TIMEOUT_MS`',
   'idempotency-key-record-deleted': 'an `Idempotency-Key` sent again after the record it created was deleted',
   'range-exhausted':
@@ -32,7 +35,7 @@ export const PROBLEM_CASES: Record<ProblemCode, string> = {
   'headers-too-large': 'the request line and headers are too large (16 KiB)',
   internal: 'a fault of the service; the cause is logged, never shown',
   unavailable:
-    'the database does not answer or failed, or the service is shutting down; see `Retry-After`. For a write its **outcome is unknown**: a commit can fail after its data reached the disk, so the change may have been stored. Check the record, or repeat a `POST` with the same `Idempotency-Key` (stored at most once)',
+    'the database does not answer or failed, the service is shutting down, or a JWT could not be checked because the identity provider’s keys could not be fetched; see `Retry-After`. For a write its **outcome is unknown**: a commit can fail after its data reached the disk, so the change may have been stored. Check the record, or repeat a `POST` with the same `Idempotency-Key` (stored at most once)',
   overloaded: 'the service is falling behind (its event loop runs over `OVERLOAD_LAG_MS` late); see `Retry-After`',
   'too-many-listings': 'SQLite: `SQLITE_READ_QUEUE` listings already wait for a reader thread; see `Retry-After`',
   'listing-timeout':

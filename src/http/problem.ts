@@ -8,6 +8,7 @@ export const PROBLEMS = {
   'cross-origin-write': { status: 403, title: 'Changes from another site are refused' },
   'not-found': { status: 404, title: 'Not found' },
   'method-not-allowed': { status: 405, title: 'Method not allowed' },
+  'not-acceptable': { status: 406, title: 'No media type the client accepts is offered' },
   'event-id-expired': { status: 410, title: 'The changes after that event id are no longer kept' },
   'precondition-failed': { status: 412, title: 'Precondition failed' },
   'request-timeout': { status: 408, title: 'Request timeout' },
@@ -86,6 +87,8 @@ export function codeForStatus(status: number): ProblemCode {
       return 'not-found';
     case 405:
       return 'method-not-allowed';
+    case 406:
+      return 'not-acceptable';
     case 409:
       return 'idempotency-key-record-deleted';
     case 412:

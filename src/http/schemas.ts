@@ -36,6 +36,7 @@ export const ERROR_MEANINGS: Record<number, string> = {
   400: 'Invalid input (every bad parameter is listed in `errors`), a malformed body or an unsupported body type. Nothing was stored.',
   404: 'No record with that id, or an id that is not a positive integer.',
   405: 'The path does not serve this method; see the Allow header.',
+  406: 'The Accept header accepts none of the media types this answer comes in; the problem is JSON whatever Accept said.',
   409: "A number the write needs is at its end (`/problems/range-exhausted`: a new id or the change version, or the record's version), or an Idempotency-Key was sent again after the record it created was deleted (`/problems/idempotency-key-record-deleted`); nothing was changed.",
   410: 'The change log no longer holds the changes after that event id (older than CHANGES_RETENTION, or from before a restore): list the records again, then follow the stream from now.',
   412: 'If-Match did not match the current ETag; nothing was changed.',

@@ -14,7 +14,7 @@ const CALLED = new Set(['get', 'post', 'put', 'patch', 'delete']);
 
 /**
  * The order a user learns the operations in: the records (list, create, read one, replace, patch,
- * delete), the event stream, then running the service. An operation missing here comes after them.
+ * delete), counts by group, the event stream, then running the service. An operation missing here comes after them.
  */
 export const PAGE_ORDER: readonly string[] = [
   'listUsers',
@@ -23,6 +23,7 @@ export const PAGE_ORDER: readonly string[] = [
   'replaceUser',
   'updateUser',
   'deleteUser',
+  'userStats',
   'streamUserEvents',
   'getLiveness',
   'getReadiness',

@@ -93,7 +93,7 @@ function eventExample(field: FieldName): unknown {
 }
 
 /** Schemas published under their `title` in components.schemas and referenced where they are used. */
-const NAMED = new Set(['User', 'Users', 'Problem', 'Status', 'Scope', 'Home']);
+const NAMED = new Set(['User', 'Users', 'GroupStats', 'UserStats', 'Problem', 'Status', 'Scope', 'Home']);
 
 const isObject = (value: unknown): value is Json =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -389,7 +389,25 @@ const WEBHOOKS: NonNullable<OpenAPIV3_2.Document['webhooks']> = {
   },
 };
 
-export async function registerDocs(app: FastifyInstance, tokens: boolean): Promise<void> {
+/** How this instance authenticates, for the document's security: tokens required, and whether they may be JWTs. */
+export interface DocsAuth {
+  tokens: boolean;
+  jwt: boolean;
+}
+
+/** The bearer scheme as this instance takes tokens: with JWT on, it says the format (`bearerFormat: JWT`). */
+function bearerScheme(jwt: boolean) {
+  return {
+    type: 'http' as const,
+    scheme: 'bearer',
+    ...(jwt ? { bearerFormat: 'JWT' } : {}),
+    description: jwt
+      ? 'A JWT from the identity provider (its scopes name what it may do: read, or write and read), or an API token (read or write), when tokens are configured.'
+      : 'A read token (GET, HEAD) or a write token (everything), when tokens are configured.',
+  };
+}
+
+export async function registerDocs(app: FastifyInstance, auth: DocsAuth): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -406,21 +424,13 @@ export async function registerDocs(app: FastifyInstance, tokens: boolean): Promi
         { name: 'operations', description: 'Health and documentation' },
       ],
       // Enforced only when the service has tokens configured (API_TOKENS); the docs page can send one.
-      components: {
-        securitySchemes: {
-          bearerAuth: {
-            type: 'http',
-            scheme: 'bearer',
-            description: 'A read token (GET, HEAD) or a write token (everything), when tokens are configured.',
-          },
-        },
-      },
+      components: { securitySchemes: { bearerAuth: bearerScheme(auth.jwt) } },
     },
     exposeHeadRoutes: true,
     transform: withCommonResponses,
     transformObject: (documentObject) =>
       'openapiObject' in documentObject
-        ? shapeDocument(documentObject.openapiObject as OpenApiObject, tokens)
+        ? shapeDocument(documentObject.openapiObject as OpenApiObject, auth.tokens)
         : documentObject.swaggerObject,
   });
   // The docs page's routes are Swagger UI's; they get their policy as they are added.

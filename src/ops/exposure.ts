@@ -9,7 +9,9 @@ export function isLoopback(host: string): boolean {
 }
 
 /** The warning to print at start when the service is reachable from other machines without tokens. */
-export function exposureWarning(config: Pick<Config, 'host' | 'tokens'>): string | undefined {
-  if (config.tokens.length > 0 || isLoopback(config.host)) return undefined;
-  return `listening on ${config.host} with no API_TOKENS: anyone who can reach this address can read and change every record; set API_TOKENS or API_TOKENS_FILE (see docs/security.md)`;
+export function exposureWarning(
+  config: Pick<Config, 'host' | 'tokens'> & Partial<Pick<Config, 'jwt'>>,
+): string | undefined {
+  if (config.tokens.length > 0 || config.jwt !== undefined || isLoopback(config.host)) return undefined;
+  return `listening on ${config.host} with no API_TOKENS: anyone who can reach this address can read and change every record; set API_TOKENS or API_TOKENS_FILE, or JWT_JWKS_URL (see docs/security.md)`;
 }

@@ -37,6 +37,7 @@ export function timedStore(store: UserStore, durationsOf: DurationsOf): UserStor
     version: timed('version', store.version.bind(store)),
     position: timed('version', store.position.bind(store)),
     count: timed('count', store.count.bind(store)),
+    stats: timed('stats', store.stats.bind(store)),
     ping: timed('ping', store.ping.bind(store)),
     changes: timed('changes', store.changes.bind(store)),
     claimHook: timed('claimHook', store.claimHook.bind(store)),

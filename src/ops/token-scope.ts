@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { AuthFailure } from '../http/auth.ts';
+import { grantedScope } from '../http/auth.ts';
 import { allowOnly } from '../http/methods.ts';
 import { withPolicy } from '../http/policy.ts';
 import { jsonResponse, problemResponses } from '../http/schemas.ts';
@@ -20,10 +20,7 @@ const NoQuery = Type.Object({}, { additionalProperties: false });
  * read-only view without trying a write. Tokens are checked by the gate first, as on every route:
  * without a valid one it answers 401.
  */
-export function registerTokenScope(
-  app: FastifyInstance,
-  authenticate: ((method: string, authorization?: string) => AuthFailure | undefined) | undefined,
-): void {
+export function registerTokenScope(app: FastifyInstance): void {
   app.get(
     '/auth/scope',
     {
@@ -37,11 +34,8 @@ export function registerTokenScope(
         response: { 200: jsonResponse(Scope, 'The scope.'), ...problemResponses(400, 500) },
       },
     },
-    // The gate let this GET through, so a write refused now can only be a read token's 403.
-    async (request) => ({
-      scope:
-        authenticate?.('POST', request.headers.authorization) === undefined ? ('write' as const) : ('read' as const),
-    }),
+    // The gate checked the token and kept its scope; none kept: authentication is off.
+    async (request) => ({ scope: grantedScope(request) ?? ('write' as const) }),
   );
   allowOnly(app, '/auth/scope', ['GET'], withPolicy({}).config.policy);
 }

@@ -46,6 +46,7 @@ export function tracedStore(store: UserStore, kit: TracingKit, system: 'sqlite' 
     version: traced('version', store.version.bind(store)),
     position: traced('position', store.position.bind(store)),
     count: traced('count', store.count.bind(store)),
+    stats: traced('stats', store.stats.bind(store)),
     ping: traced('ping', store.ping.bind(store)),
     changes: traced('changes', store.changes.bind(store)),
     claimHook: traced('claimHook', store.claimHook.bind(store)),

@@ -38,6 +38,8 @@ export type FieldSpec = (TextField | IntegerField) & {
   rangeable: boolean;
   /** `q` looks in it: a folded copy (`<column>_folded`) is kept beside it, and a trigram index. */
   searchable: boolean;
+  /** `GET /users/stats` may count records by it (`group`): a value shared by many records. */
+  groupable: boolean;
 };
 
 const TEXT = { kind: 'text', min: 1, max: 200 } as const;
@@ -52,6 +54,7 @@ export const FIELDS = {
     sortable: true,
     rangeable: false,
     searchable: true,
+    groupable: false,
   },
   age: {
     kind: 'integer',
@@ -66,6 +69,7 @@ export const FIELDS = {
     sortable: true,
     rangeable: true,
     searchable: false,
+    groupable: true,
   },
   city: {
     ...TEXT,
@@ -76,6 +80,7 @@ export const FIELDS = {
     sortable: true,
     rangeable: false,
     searchable: true,
+    groupable: true,
   },
 } as const satisfies Record<string, FieldSpec>;
 
@@ -97,7 +102,7 @@ export const RECORD_FIELDS = Object.keys(FIELDS) as readonly RecordField[];
 export const ALL_FIELDS: readonly FieldName[] = ['id', ...RECORD_FIELDS, 'createdAt', 'updatedAt'];
 export type FieldName = 'id' | RecordField | 'createdAt' | 'updatedAt';
 
-type Flagged<Flag extends 'sortable' | 'rangeable' | 'searchable'> = {
+type Flagged<Flag extends 'sortable' | 'rangeable' | 'searchable' | 'groupable'> = {
   [F in RecordField]: Fields[F][Flag] extends true ? F : never;
 }[RecordField];
 
@@ -117,6 +122,10 @@ export type RangeField = 'id' | Flagged<'rangeable'> | 'createdAt' | 'updatedAt'
 export const SEARCH_FIELDS = RECORD_FIELDS.filter((field) => FIELDS[field].searchable) as readonly SearchField[];
 export type SearchField = Flagged<'searchable'>;
 
+/** The fields `GET /users/stats` can group by. */
+export const GROUP_FIELDS = RECORD_FIELDS.filter((field) => FIELDS[field].groupable) as readonly GroupField[];
+export type GroupField = Flagged<'groupable'>;
+
 /** What a record shows without `fields`. */
 export const DEFAULT_FIELDS: readonly FieldName[] = RECORD_FIELDS.filter((field) => FIELDS[field].shown);
 
@@ -127,7 +136,8 @@ export const EVENT_FIELDS: readonly FieldName[] = ['id', ...RECORD_FIELDS];
 export const TEXT_FIELDS = RECORD_FIELDS.filter((field) => FIELDS[field].kind === 'text') as readonly RecordField[];
 export const INTEGER_FIELDS = RECORD_FIELDS.filter(
   (field) => FIELDS[field].kind === 'integer',
-) as readonly RecordField[];
+) as readonly IntegerFieldName[];
+export type IntegerFieldName = { [F in RecordField]: Fields[F]['kind'] extends 'integer' ? F : never }[RecordField];
 
 export function isRecordField(name: string): name is RecordField {
   return Object.hasOwn(FIELDS, name);

@@ -53,9 +53,9 @@ export const CHANGE_COLUMNS: readonly string[] = [
 ];
 
 /**
- * What an update's log row keeps of the record as it was before (migration 9): its own columns and
+ * What an update's log row keeps of the record as it was before (migration 10): its own columns and
  * its updatedAt (the id and createdAt do not change; its version was one less). NULL for a creation
- * or a deletion, and for an update logged before migration 9.
+ * or a deletion, and for an update logged before migration 10.
  */
 export const BEFORE_COLUMNS: readonly string[] = [...RECORD_COLUMNS, 'updated_at'].map((column) => `before_${column}`);
 

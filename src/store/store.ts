@@ -1,4 +1,6 @@
 import {
+  type GroupField,
+  type IntegerFieldName,
   RANGE_FIELDS,
   type RangeField,
   RECORD_FIELDS,
@@ -11,7 +13,7 @@ import { fingerprint } from './fingerprint.ts';
 
 /** What a create takes and a full replace sets: the record's own values (record/fields.ts). */
 export type UserInput = RecordValues;
-export type { RangeField, SortField, User };
+export type { GroupField, RangeField, SortField, User };
 export { RANGE_FIELDS, SORT_FIELDS };
 
 export const RANGE_OPS = ['gt', 'gte', 'lt', 'lte'] as const;
@@ -56,6 +58,30 @@ export interface SortKey {
 export interface ListOrder {
   sort: readonly SortKey[];
   after?: { values: ReadonlyArray<string | number>; id: number };
+}
+
+/** The least, the greatest and the sum of a whole-number field over a group's records. */
+export interface Summary {
+  min: number;
+  max: number;
+  sum: number;
+}
+
+/** One group of a `stats` answer: its value (none for the total), how many records, a summary of each whole-number field. */
+export interface GroupStats {
+  value?: string | number;
+  count: number;
+  /** For each of INTEGER_FIELDS; absent when the group has no records (a total of nothing). */
+  summaries: Partial<Record<IntegerFieldName, Summary>>;
+}
+
+/**
+ * The groups `stats` answers, most records first (ties by value: text by code point, numbers
+ * ascending), at most the limit asked; `total` is how many groups there are in all.
+ */
+export interface Stats {
+  groups: GroupStats[];
+  total: number;
 }
 
 /**
@@ -115,7 +141,7 @@ export interface Change {
   /**
    * For an update, the record as it was just before it (a filtered stream tells a record that
    * left its view by it); undefined for a creation or a deletion, and for an update logged before
-   * the log kept it (schema version 9).
+   * the log kept it (schema version 10).
    */
   before?: User;
   /** When it was committed. */
@@ -220,6 +246,11 @@ export interface UserStore {
   releaseHook(url: string, owner: string): Promise<void>;
   /** How many records match the filter (all of them without one); `afterId` and `limit` are not counted. */
   count(filter?: ListFilter): Promise<number>;
+  /**
+   * The records that match the filter (`afterId` and `limit` not counted), counted and summarized
+   * by the value of `group` (one group of them all without it): at most `limit` groups.
+   */
+  stats(filter: ListFilter, group: GroupField | undefined, limit: number): Promise<Stats>;
   /** Resolves when the database answers and can take writes; rejects with the reason otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -6,8 +6,9 @@ import { FullListing } from './full-listing.ts';
 import { batchOf, checkedBatch } from './batch.ts';
 import { batchFingerprintOf, checkIdempotencyKey, createIdempotently, refusedKey } from './idempotency.ts';
 import { normalizeCreateInput, normalizeInput } from './input.ts';
-import { ETAG, FORMS, NOT_MODIFIED, TAGS } from './openapi.ts';
-import { envelopeJson, JSON_TYPE, sendUsers, userEtag } from './present.ts';
+import { ETAG, FORMS, NOT_MODIFIED, TAGS, withListingFormats } from './openapi.ts';
+import { JSON_TYPE, sendUsers, userEtag } from './present.ts';
+import { formatEtag, JSON_FORMAT, listingFormat, pageBody } from './listing-formats.ts';
 import { RECORD_FIELDS } from '../record/fields.ts';
 import { selectedFields } from '../record/json.ts';
 import { valuesOf } from '../record/rules.ts';
@@ -33,29 +34,32 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
         tags: TAGS,
         operationId: 'listUsers',
         summary: 'List records: every one, or filtered, searched, sorted and paged',
-        description: `Every stored record, oldest first. Optional exact-match filters (${RECORD_FIELDS.map((field) => `\`${field}\``).join(', ')}), ranges (\`age.gte\`, \`createdAt.lt\`, ...), a search (\`q\`), a sort (\`sort\`) and pages (\`limit\` with \`after\`, or with \`sort\` the \`cursor\` of the Link); while more records remain, a \`Link: <...>; rel="next"\` header gives the next page. \`Prefer: count=exact\` adds \`X-Total-Count\`.`,
+        description: `Every stored record, oldest first. Optional exact-match filters (${RECORD_FIELDS.map((field) => `\`${field}\``).join(', ')}), ranges (\`age.gte\`, \`createdAt.lt\`, ...), a search (\`q\`), a sort (\`sort\`) and pages (\`limit\` with \`after\`, or with \`sort\` the \`cursor\` of the Link); while more records remain, a \`Link: <...>; rel="next"\` header gives the next page. \`Prefer: count=exact\` adds \`X-Total-Count\`. By \`Accept\`, the records come as JSON (the default, and the answer to \`*/*\`), as CSV (\`text/csv\`: a header row of the fields, then a row per record) or as NDJSON (\`application/x-ndjson\`: a JSON object per line), with the same headers; 406 when Accept takes none of them.`,
         querystring: ListQuery,
         headers: ListHeaders,
         response: {
-          200: jsonResponse(UsersEnvelope, 'The matching records.', {
-            ...ETAG,
-            Link: 'The next page, while more remain (with `sort`, it carries a `cursor`).',
-            'X-Total-Count': 'With `Prefer: count=exact`: how many records match, whatever `limit` and the page.',
-            'Preference-Applied': 'With `Prefer: count=exact`: `count=exact`.',
-          }),
+          200: withListingFormats(
+            jsonResponse(UsersEnvelope, 'The matching records, in the format Accept asks for.', {
+              ...ETAG,
+              Link: 'The next page, while more remain (with `sort`, it carries a `cursor`).',
+              'X-Total-Count': 'With `Prefer: count=exact`: how many records match, whatever `limit` and the page.',
+              'Preference-Applied': 'With `Prefer: count=exact`: `count=exact`.',
+            }),
+          ),
           ...NOT_MODIFIED,
-          ...problemResponses(400, 500, 503),
+          ...problemResponses(400, 406, 500, 503),
         },
       },
     },
     async (request, reply) => {
       const query = request.query;
       const count = wantsCount(request.headers.prefer);
-      // The answer differs with Prefer (X-Total-Count): a cache must not give one for the other.
+      // The answer differs with Accept (its format) and Prefer (X-Total-Count): a cache must not give one for another.
       const vary = reply.getHeader('vary');
-      reply.header('vary', vary === undefined ? 'Prefer' : `${String(vary)}, Prefer`);
+      reply.header('vary', vary === undefined ? 'Accept, Prefer' : `${String(vary)}, Accept, Prefer`);
+      const format = listingFormat(request.headers.accept);
       // registerConditionalGet answers 304 when the ETag set here matches If-None-Match.
-      if (Object.keys(query).length === 0) {
+      if (Object.keys(query).length === 0 && format === JSON_FORMAT) {
         const listing = await fullListing.get();
         reply.header('etag', versionEtag(listing, !listing.exact));
         // The kept copy's own count: of the very version its strong tag names.
@@ -69,9 +73,9 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
       if (query.limit === undefined) {
         // Every match, however many: streamed page by page, never built whole in memory.
         const position = await store.position();
-        const body = await listingStream(store, filter, order, fields);
-        reply.header('etag', streamedEtag(position, request.url));
-        return reply.type(JSON_TYPE).send(body);
+        const body = await listingStream(store, filter, order, fields, format);
+        reply.header('etag', formatEtag(streamedEtag(position, request.url), format));
+        return reply.type(format.type).send(body);
       }
       const limit = Number(query.limit);
       const users = await store.list({ ...filter, limit: limit + 1 }, order);
@@ -85,10 +89,11 @@ export function registerCollectionRoutes(app: FastifyInstance, store: UserStore,
         reply.header('link', `<${nextPage(query, next)}>; rel="next"`);
       }
       // A hash of what the page answers: its body, and its Link and count, which change without it.
-      const body = envelopeJson(users, fields);
+      const body = pageBody(format, users, fields);
       const link = reply.getHeader('link') ?? '';
-      reply.header('etag', contentEtag(`${body}\n${String(link)}\n${String(reply.getHeader('x-total-count') ?? '')}`));
-      return reply.type(JSON_TYPE).send(body);
+      const hash = contentEtag(`${body}\n${String(link)}\n${String(reply.getHeader('x-total-count') ?? '')}`);
+      reply.header('etag', formatEtag(hash, format));
+      return reply.type(format.type).send(body);
     },
   );
 

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { type ListFilter, type ListOrder, sortValue, type User, type UserStore } from '../store/store.ts';
-import { recordJson } from '../record/json.ts';
 import { nextTurn } from '../shared/next-turn.ts';
 import type { FieldName } from '../record/fields.ts';
+import type { ListingFormat } from './listing-formats.ts';
 
 /** Records read from the database at a time by a listing that streams. */
 export const PAGE_SIZE = 1000;
@@ -37,23 +37,24 @@ export async function* pages(
 }
 
 /**
- * A listing without `limit` as the bytes of its answer, streamed page by page: memory stays bounded
- * whatever the number of records, and the first bytes leave after one page.
+ * A listing without `limit` as the bytes of its answer in `format`, streamed page by page: memory
+ * stays bounded whatever the number of records, and the first bytes leave after one page.
  */
 async function* listingBytes(
   store: UserStore,
   filter: Omit<ListFilter, 'limit'>,
   order: ListOrder | undefined,
   fields: readonly FieldName[],
+  format: ListingFormat,
 ): AsyncGenerator<Buffer> {
   let first = true;
   for await (const page of pages(store, filter, order)) {
-    let text = first ? '{"data":[' : ',';
-    for (let i = 0; i < page.length; i++) text += (i === 0 ? '' : ',') + recordJson(page[i] as User, fields);
+    const text = (first ? format.head(fields) : '') + format.page(page, fields, first);
     first = false;
     yield Buffer.from(text);
   }
-  yield first ? Buffer.from('{"data":[]}') : TAIL;
+  const end = (first ? format.head(fields) : '') + format.tail;
+  if (end !== '') yield Buffer.from(end);
 }
 
 /**
@@ -66,8 +67,9 @@ export async function listingStream(
   filter: Omit<ListFilter, 'limit'>,
   order: ListOrder | undefined,
   fields: readonly FieldName[],
+  format: ListingFormat,
 ): Promise<Readable> {
-  const bytes = listingBytes(store, filter, order, fields);
+  const bytes = listingBytes(store, filter, order, fields, format);
   const first = await bytes.next();
   async function* whole(): AsyncGenerator<Buffer> {
     if (first.done !== true) yield first.value;

@@ -5,6 +5,7 @@ import {
   DEFAULT_FIELDS,
   FIELDS,
   fieldList,
+  GROUP_FIELDS,
   RANGE_FIELDS,
   RECORD_FIELDS,
   type RecordField,
@@ -33,6 +34,7 @@ export const RULES = {
   after: 'a whole number (the id of the last record of the previous page)',
   sort: `a comma-separated list of fields to sort by (${SORT_FIELDS.join(', ')}), each at most once, a leading - for descending`,
   q: 'text of 1 to 200 characters with no control characters',
+  group: `one of: ${GROUP_FIELDS.join(', ')}`,
   cursor: 'the cursor of a Link to the next page, as given',
   id: 'a whole number (an id)',
   time: 'an RFC 3339 date and time, such as 2026-01-31T12:00:00Z',
@@ -69,7 +71,7 @@ const Fields = Type.String({
   description: `${cap(RULES.fields)}. Default: ${DEFAULT_FIELDS.join(',')}. Keys come out in the order listed here.`,
   examples: [['id', ...DEFAULT_FIELDS].join(',')],
 });
-const Limit = Type.String({
+export const Limit = Type.String({
   pattern: '^0*(?:[1-9][0-9]{0,2}|1000)$',
   description: `${cap(RULES.limit)}: the page size. Without it every matching record is returned.`,
   examples: ['100'],
@@ -83,7 +85,7 @@ const After = Type.String({
 });
 
 /** How the API shows each of the record's own fields. */
-function shownSchema(field: RecordField): TSchema {
+export function shownSchema(field: RecordField): TSchema {
   const spec = FIELDS[field];
   return spec.kind === 'text' ? Type.String() : Type.String({ description: `Decimal digits, e.g. "${spec.example}".` });
 }

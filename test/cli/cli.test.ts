@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { COMMANDS } from '../../src/cli/commands.ts';
-import { csvLine } from '../../src/cli/csv-records.ts';
+import { csvLine } from '../../src/record/csv.ts';
 import { BACKENDS, type Backend, databases } from '../helpers/backends.ts';
 import { BIN, PACKAGE_BIN, runCli } from '../helpers/cli.ts';
 import { docExamples } from '../helpers/doc-examples.ts';

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,6 +29,7 @@ const DEFAULTS: Config = {
   rateLimit: 6000,
   overloadLagMs: 500,
   tokens: [],
+  jwt: undefined,
   corsOrigins: [],
   trustedProxies: [],
   allowedHosts: [],
@@ -49,6 +51,17 @@ writeFileSync(
   '# service tokens\nread:r3adT0ken-4f9c2b7e1d8a6053-kq7xw\n\n  write:wr1te_token-9b3e5c1a7f2d4068-zm4=  \n',
 );
 const emptyTokenFile = join(tokenFile, '..', 'empty');
+// Keys for the JWT settings, made once: a public key as PEM text and in a file, a private key, a weak one.
+const rsaPair = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const publicPem = rsaPair.publicKey.export({ type: 'spki', format: 'pem' }).toString();
+const privatePem = rsaPair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+const weakPem = generateKeyPairSync('rsa', { modulusLength: 1024 })
+  .publicKey.export({ type: 'spki', format: 'pem' })
+  .toString();
+const x25519Pem = generateKeyPairSync('x25519').publicKey.export({ type: 'spki', format: 'pem' }).toString();
+const publicKeyFile = join(scratch.dir, 'provider.pem');
+writeFileSync(publicKeyFile, publicPem);
+const JWT_BASE = { JWT_ISSUER: 'https://id.example.test/', JWT_AUDIENCE: 'user-records' };
 writeFileSync(emptyTokenFile, '# nothing yet\n');
 
 interface ValidRow {
@@ -236,6 +249,90 @@ interface InvalidRow {
 }
 
 const invalidRows: InvalidRow[] = [
+  {
+    name: 'JWT_JWKS_URL and JWT_PUBLIC_KEY together',
+    env: { ...JWT_BASE, JWT_JWKS_URL: 'https://id.example.test/jwks', JWT_PUBLIC_KEY: publicPem },
+    messages: [/JWT_JWKS_URL or JWT_PUBLIC_KEY, not both/],
+    hidden: 'BEGIN PUBLIC KEY',
+  },
+  {
+    name: 'JWT_JWKS_URL over plain http to another machine',
+    env: { ...JWT_BASE, JWT_JWKS_URL: 'http://id.example.test/jwks' },
+    messages: [/JWT_JWKS_URL must be https/, /127\.0\.0\.1/],
+  },
+  {
+    name: 'JWT_JWKS_URL over plain http to a name that starts like loopback',
+    env: { ...JWT_BASE, JWT_JWKS_URL: 'http://localhost.example.test/jwks' },
+    messages: [/JWT_JWKS_URL must be https/],
+  },
+  {
+    name: 'JWT_JWKS_URL of another scheme',
+    env: { ...JWT_BASE, JWT_JWKS_URL: 'file:///etc/jwks' },
+    messages: [/JWT_JWKS_URL/],
+  },
+  {
+    name: 'JWT_JWKS_URL with a password',
+    env: { ...JWT_BASE, JWT_JWKS_URL: 'https://u:pw@id.example.test/jwks' },
+    messages: [/JWT_JWKS_URL must not hold a user name/],
+  },
+  { name: 'JWT_JWKS_URL set but empty', env: { ...JWT_BASE, JWT_JWKS_URL: '' }, messages: [/JWT_JWKS_URL/] },
+  {
+    name: 'JWT without an issuer',
+    env: { JWT_AUDIENCE: 'user-records', JWT_JWKS_URL: 'https://id.example.test/jwks' },
+    messages: [/JWT_ISSUER is required/],
+  },
+  {
+    name: 'JWT without an audience',
+    env: { JWT_ISSUER: 'https://id.example.test/', JWT_PUBLIC_KEY: publicPem },
+    messages: [/JWT_AUDIENCE is required/],
+  },
+  {
+    name: 'JWT settings without a source of keys',
+    env: { ...JWT_BASE, JWT_SCOPE_CLAIM: 'scp' },
+    messages: [/JWT_ISSUER, JWT_AUDIENCE, JWT_SCOPE_CLAIM are set, but neither JWT_JWKS_URL nor JWT_PUBLIC_KEY/],
+  },
+  {
+    name: 'JWT_PUBLIC_KEY holding a private key',
+    env: { ...JWT_BASE, JWT_PUBLIC_KEY: privatePem },
+    messages: [/JWT_PUBLIC_KEY holds a private key/],
+    hidden: privatePem.split('\n')[1],
+  },
+  {
+    name: 'JWT_PUBLIC_KEY that is neither PEM nor a file',
+    env: { ...JWT_BASE, JWT_PUBLIC_KEY: '/nonexistent/provider.pem' },
+    messages: [/JWT_PUBLIC_KEY is neither PEM text nor a readable file/],
+  },
+  {
+    name: 'JWT_PUBLIC_KEY with broken PEM',
+    env: { ...JWT_BASE, JWT_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----' },
+    messages: [/JWT_PUBLIC_KEY is not a PEM public key/],
+  },
+  {
+    name: 'JWT_PUBLIC_KEY of 1024-bit RSA',
+    env: { ...JWT_BASE, JWT_PUBLIC_KEY: weakPem },
+    messages: [/under 2048 bits/],
+  },
+  { name: 'JWT_PUBLIC_KEY of X25519', env: { ...JWT_BASE, JWT_PUBLIC_KEY: x25519Pem }, messages: [/x25519/] },
+  {
+    name: 'JWT_READ_SCOPE the same as JWT_WRITE_SCOPE',
+    env: { ...JWT_BASE, JWT_PUBLIC_KEY: publicPem, JWT_READ_SCOPE: 'users', JWT_WRITE_SCOPE: 'users' },
+    messages: [/must differ/],
+  },
+  {
+    name: 'JWT_WRITE_SCOPE with a space',
+    env: { ...JWT_BASE, JWT_PUBLIC_KEY: publicPem, JWT_WRITE_SCOPE: 'users write' },
+    messages: [/JWT_WRITE_SCOPE must be one scope/],
+  },
+  {
+    name: 'JWT_CLOCK_SKEW over 5 minutes',
+    env: { ...JWT_BASE, JWT_PUBLIC_KEY: publicPem, JWT_CLOCK_SKEW: '10m' },
+    messages: [/JWT_CLOCK_SKEW/],
+  },
+  {
+    name: 'JWT_JWKS_COOLDOWN of 0',
+    env: { ...JWT_BASE, JWT_JWKS_URL: 'https://id.example.test/jwks', JWT_JWKS_COOLDOWN: '0s' },
+    messages: [/JWT_JWKS_COOLDOWN/],
+  },
   { name: 'PORT=abc', env: { PORT: 'abc' }, messages: [/PORT/, /whole number/, /"abc"/] },
   { name: 'PORT=70000', env: { PORT: '70000' }, messages: [/PORT/, /0 to 65535/, /70000/] },
   { name: 'PORT=-1', env: { PORT: '-1' }, messages: [/PORT/, /"-1"/] },
@@ -402,6 +499,51 @@ describe('loadConfig', () => {
       }
       assert.fail(`${url} was accepted as ${JSON.stringify(config.database)}`);
     }
+  });
+
+  describe('JWT settings', () => {
+    it('a JWKS URL (https, or http to loopback) gives the JWT settings with their defaults', () => {
+      for (const url of [
+        'https://id.example.test/jwks',
+        'http://127.0.0.1:8080/jwks',
+        'http://localhost/jwks',
+        'http://[::1]/jwks',
+      ]) {
+        const { jwt } = loadConfig({ ...JWT_BASE, JWT_JWKS_URL: url }, []);
+        assert.ok(jwt?.keys.kind === 'jwks', url);
+        assert.equal(jwt.keys.url.href, new URL(url).href);
+        assert.deepEqual(
+          { ...jwt, keys: { ...jwt.keys, url: undefined } },
+          {
+            keys: { kind: 'jwks', url: undefined, maxAgeMs: 600_000, cooldownMs: 10_000, timeoutMs: 5000 },
+            issuer: 'https://id.example.test/',
+            audience: 'user-records',
+            scopeClaim: 'scope',
+            readScope: 'users:read',
+            writeScope: 'users:write',
+            clockSkewMs: 30_000,
+          },
+        );
+      }
+    });
+
+    it('a public key as PEM text or as a path, with the algorithms its type allows', () => {
+      for (const value of [publicPem, publicKeyFile, `  ${publicPem}\n`]) {
+        const { jwt } = loadConfig({ ...JWT_BASE, JWT_PUBLIC_KEY: value, JWT_SCOPE_CLAIM: 'scp' }, []);
+        assert.ok(jwt?.keys.kind === 'key');
+        assert.equal(jwt.keys.key.asymmetricKeyType, 'rsa');
+        assert.deepEqual(jwt.keys.algorithms, ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512']);
+        assert.equal(jwt.scopeClaim, 'scp');
+      }
+      const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ type: 'spki', format: 'pem' });
+      const ed = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' });
+      const algorithms = (pem: string | Buffer) => {
+        const keys = loadConfig({ ...JWT_BASE, JWT_PUBLIC_KEY: pem.toString() }, []).jwt?.keys;
+        return keys?.kind === 'key' ? keys.algorithms : undefined;
+      };
+      assert.deepEqual(algorithms(ec), ['ES256']);
+      assert.deepEqual(algorithms(ed), ['EdDSA', 'Ed25519']);
+    });
   });
 
   it('ignores environment variables it does not know', () => {

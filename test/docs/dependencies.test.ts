@@ -20,6 +20,7 @@ const lock = JSON.parse(readFileSync(new URL('package-lock.json', ROOT), 'utf8')
 const semver = createRequire(import.meta.url)('semver') as {
   satisfies(version: string, range: string): boolean;
   subset(sub: string, sup: string): boolean;
+  intersects(a: string, b: string): boolean;
 };
 
 /** Every locked package but the project itself, by the name it is installed under. */
@@ -27,13 +28,26 @@ const installed = Object.entries(lock.packages)
   .filter(([path]) => path !== '')
   .map(([path, entry]) => ({ name: path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length), ...entry }));
 
-// The long-term Node lines the README promises and CI runs, each as far as package.json engines
-// allows it (engines is open-ended: it says where support starts, not which lines are tested).
+// The long-term Node lines the README promises and CI runs (.ci/run), each as far as package.json
+// engines allows it.
 const LINES = ['20', '22', '24'];
 
 describe('what npm ci installs (package-lock.json)', () => {
+  it('engines allows exactly the Node lines CI runs, none it does not test', () => {
+    const allowed = ['18', '19', '20', '21', '22', '23', '24', '25', '26', '27'].filter((line) =>
+      semver.intersects(manifest.engines.node, `${line}.x`),
+    );
+    assert.deepEqual(allowed, LINES);
+  });
+
   for (const line of LINES) {
-    const range = `${manifest.engines.node} ${line}.x`;
+    // engines' parts that reach this line, each narrowed to it ("^20.6.0 || ^22.0.0" and 20: "^20.6.0 20.x").
+    const range = manifest.engines.node
+      .split('||')
+      .map((part) => part.trim())
+      .filter((part) => semver.intersects(part, `${line}.x`))
+      .map((part) => `${part} ${line}.x`)
+      .join(' || ');
     it(`every package the service runs with supports every Node ${line} that engines allows (${range})`, () => {
       const narrower = installed
         .filter((entry) => entry.dev !== true && entry.engines?.node !== undefined)

@@ -21,6 +21,7 @@ const EXAMPLE_BLOCKS = [
       'X DELETE',
       '-I http',
       '/users/1',
+      '/users/stats',
       '/users/events',
       '/healthz',
       '/readyz',

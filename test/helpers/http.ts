@@ -38,7 +38,9 @@ export async function call(
 
 function answer(status: number, headers: Headers, text: string): Answer {
   const type = headers.get('content-type') ?? '';
-  return { status, headers, text, json: type.includes('json') && text !== '' ? JSON.parse(text) : undefined };
+  // NDJSON is many JSON texts, not one: read it from `text`.
+  const json = type.includes('json') && !type.includes('ndjson') && text !== '';
+  return { status, headers, text, json: json ? JSON.parse(text) : undefined };
 }
 
 /**

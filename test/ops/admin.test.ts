@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import type { Page } from 'playwright-core';
 import { buildApp } from '../../src/app.ts';
+import { csvRecords } from '../../src/cli/csv-records.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { openDatabase } from '../../src/store/database.ts';
 import type { UserStore } from '../../src/store/store.ts';
@@ -11,6 +12,7 @@ import { type InProcessApp, startApp } from '../helpers/app.ts';
 import { BACKENDS, type Backend } from '../helpers/backends.ts';
 import { axeViolations, launchBrowser, needsChromium, type PageWatch, watchedPage } from '../helpers/browser.ts';
 import { CHROMIUM } from '../helpers/chromium.ts';
+import { sign, type SigningKey, signingKey } from '../helpers/jwks-server.ts';
 import { until } from '../helpers/page-poll.ts';
 import { runCli } from '../helpers/cli.ts';
 import { scaled } from '../helpers/scale.ts';
@@ -588,5 +590,138 @@ for (const backend of BACKENDS) {
       assert.deepEqual(watch.errors, []);
       await page.close();
     });
+
+    it('Export CSV downloads the view (its filter, sort and fields, every page) with the token', async (t) => {
+      if (!needsChromium(t)) return;
+      assert.ok(running !== undefined && browser !== undefined);
+      const { app } = running;
+      const auth = { authorization: `Bearer ${WRITE_TOKEN.slice('write:'.length)}` };
+      // More than a page of the view (25 rows), values that need quotes or start like a formula, and others the filter leaves out.
+      const names = [
+        'Smith, "Jo"',
+        '=HYPERLINK("x")',
+        'Zoë 李',
+        ...Array.from({ length: 30 }, (_, i) => `Exporter ${i}`),
+      ];
+      for (const [i, name] of names.entries()) {
+        for (const city of ['Exportville', 'Elsewhere']) {
+          const query = new URLSearchParams({ name, age: String((i * 7) % 90), city });
+          const created = await app.inject({ method: 'POST', url: `/users?${query}`, headers: auth });
+          assert.equal(created.statusCode, 200, created.body);
+        }
+      }
+      const page = await watchedPage(browser.context, watch);
+      await page.goto(`${running.url}/admin`);
+      await page.getByLabel('Token').fill(READ_TOKEN.slice('read:'.length));
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByLabel('City is').fill('Exportville');
+      await page.getByLabel('Sort by').selectOption('-age');
+      await page.getByRole('button', { name: 'Apply' }).click();
+      await page.waitForURL(/city=Exportville/, { timeout: WAIT_MS });
+      await page.getByText(`Page 1: 25 records of ${names.length} matching`).waitFor({ timeout: WAIT_MS });
+      assert.equal(await cell(page, 'Elsewhere').count(), 0);
+
+      const [file] = await Promise.all([
+        page.waitForEvent('download', { timeout: WAIT_MS }),
+        page.getByRole('button', { name: 'Export CSV' }).click(),
+      ]);
+      assert.equal(file.suggestedFilename(), 'users.csv');
+      const text = readFileSync(await file.path(), 'utf8');
+      // The rows of the same view as JSON, as the page shows its fields, made inert as CSV makes them.
+      const listed = await app.inject({
+        url: '/users?city=Exportville&sort=-age&fields=id,name,age,city',
+        headers: auth,
+      });
+      const data = (JSON.parse(listed.body) as Listed).data;
+      assert.equal(data.length, names.length);
+      const inert = (value: string) => (/^[=+\-@\t\r]/.test(value) ? `'${value}` : value);
+      const rows: string[][] = [];
+      for await (const batch of csvRecords(
+        (async function* () {
+          yield text;
+        })(),
+      )) {
+        for (const record of batch) rows.push(record.fields);
+      }
+      assert.deepEqual(rows, [
+        ['id', 'name', 'age', 'city'],
+        ...data.map((record) => [String(record.id), inert(record.name), record.age, record.city]),
+      ]);
+      assert.deepEqual(watch.leaked, []);
+      assert.deepEqual(watch.errors, []);
+      await page.close();
+    });
   });
 }
+
+describe('/admin with a JWT from an identity provider (JWT_PUBLIC_KEY)', () => {
+  let running: InProcessApp | undefined;
+  let browser: Awaited<ReturnType<typeof launchBrowser>> | undefined;
+  let key: SigningKey | undefined;
+  const watch: PageWatch = { leaked: [], errors: [] };
+  const issuer = 'https://id.example.test/';
+  const token = (scope: string, exp = Math.floor(Date.now() / 1000) + 3600) => {
+    assert.ok(key !== undefined);
+    return sign(key, { iss: issuer, aud: 'user-records', exp, scope });
+  };
+  before(async () => {
+    if (!existsSync(CHROMIUM)) return;
+    key = await signingKey('admin-1', 'ES256');
+    running = await startApp({
+      RATE_LIMIT: 'off',
+      JWT_PUBLIC_KEY: key.publicPem,
+      JWT_ISSUER: issuer,
+      JWT_AUDIENCE: 'user-records',
+    });
+    browser = await launchBrowser();
+    watch.leaked = browser.leaked;
+  });
+  after(async () => {
+    try {
+      await browser?.close();
+    } finally {
+      await running?.close();
+    }
+  });
+
+  it('takes a pasted JWT: an expired one is refused saying why, a read one reads, a write one writes', async (t) => {
+    if (!needsChromium(t)) return;
+    assert.ok(running !== undefined && browser !== undefined);
+    const write = await token('users:write');
+    await running.app.inject({
+      method: 'POST',
+      url: '/users?name=Seed&age=20&city=Oslo',
+      headers: { authorization: `Bearer ${write}` },
+    });
+    const page = await watchedPage(browser.context, watch);
+    await page.goto(`${running.url}/admin`);
+    const signIn = page.getByRole('dialog', { name: 'Sign in' });
+    await signIn.waitFor({ timeout: WAIT_MS });
+
+    await signIn.getByLabel('Token').fill(await token('users:read', Math.floor(Date.now() / 1000) - 3600));
+    await signIn.getByRole('button', { name: 'Sign in' }).click();
+    await page
+      .getByRole('dialog', { name: 'Sign in' })
+      .getByText('The bearer token is not valid: the token has expired (exp).')
+      .waitFor({ timeout: WAIT_MS });
+
+    await page.getByLabel('Token').fill(await token('openid users:read'));
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await cell(page, 'Seed').waitFor({ timeout: WAIT_MS });
+    await page
+      .getByText('Read-only: this token may read the records but not change them.')
+      .waitFor({ timeout: WAIT_MS });
+    assert.equal(await page.getByRole('button', { name: 'Add record' }).count(), 0);
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('dialog', { name: 'Sign in' }).waitFor({ timeout: WAIT_MS });
+    await page.getByLabel('Token').fill(write);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await fillRecord(page, 'Written', '30', 'Bergen');
+    await page.getByRole('button', { name: 'Add record' }).click();
+    await cell(page, 'Written').waitFor({ timeout: WAIT_MS });
+    assert.deepEqual(watch.leaked, []);
+    assert.deepEqual(watch.errors, []);
+    await page.close();
+  });
+});

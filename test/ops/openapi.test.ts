@@ -10,6 +10,7 @@ type Json = Record<string, unknown>;
 const USER_OPERATIONS: ReadonlyArray<readonly [path: string, method: string]> = [
   ['/users', 'get'],
   ['/users', 'post'],
+  ['/users/stats', 'get'],
   ['/users/{id}', 'get'],
   ['/users/{id}', 'put'],
   ['/users/{id}', 'patch'],
@@ -144,8 +145,47 @@ describe('OpenAPI document', () => {
     objectAt(objectAt(operation(doc, '/users', 'delete'), 'responses', 'responses'), '405', 'DELETE /users 405');
   });
 
+  it("documents GET /users/stats: the listing's filters, a group of the groupable fields, a cap, its answer", () => {
+    const stats = operation(doc, '/users/stats', 'get');
+    assert.equal(stats.operationId, 'userStats');
+    const names = (stats.parameters as Json[]).filter((p) => p.in === 'query').map((p) => String(p.name));
+    const listing = (operation(doc, '/users', 'get').parameters as Json[])
+      .filter((p) => p.in === 'query')
+      .map((p) => String(p.name));
+    const picks = listing.filter((name) => !['sort', 'limit', 'after', 'cursor', 'fields'].includes(name));
+    assert.deepEqual(names, ['group', ...picks, 'limit']);
+    const group = (stats.parameters as Json[]).find((p) => p.name === 'group');
+    assert.deepEqual(objectAt(group, 'schema', 'group schema').enum, ['age', 'city']);
+    const limit = (stats.parameters as Json[]).find((p) => p.name === 'limit');
+    const bound = objectAt(limit, 'schema', 'limit schema');
+    assert.deepEqual([bound.type, bound.minimum, bound.maximum], ['integer', 1, 1000]);
+    const responses = objectAt(stats, 'responses', 'responses');
+    for (const status of ['200', '304', '400', '500', '503']) objectAt(responses, status, `GET /users/stats ${status}`);
+    const ok = objectAt(responses, '200', '200');
+    for (const header of ['ETag', 'X-Total-Count']) objectAt(objectAt(ok, 'headers', 'headers'), header, header);
+    const schema = objectAt(
+      objectAt(objectAt(ok, 'content', 'content'), 'application/json', 'JSON'),
+      'schema',
+      'schema',
+    );
+    assert.equal(schema.$ref, '#/components/schemas/UserStats');
+    const schemas = objectAt(objectAt(doc, 'components', 'components'), 'schemas', 'components.schemas');
+    const group1 = objectAt(schemas, 'GroupStats', 'GroupStats');
+    assert.deepEqual(Object.keys(objectAt(group1, 'properties', 'properties')), [
+      'age',
+      'city',
+      'count',
+      'minAge',
+      'maxAge',
+      'meanAge',
+    ]);
+    assert.deepEqual(group1.required, ['count']);
+  });
+
   it('without tokens configured a token is optional everywhere; the id of a path is an integer', () => {
     assert.deepEqual(doc.security, [{}, { bearerAuth: [] }]);
+    const schemes = objectAt(objectAt(doc, 'components', 'components'), 'securitySchemes', 'schemes');
+    assert.equal(objectAt(schemes, 'bearerAuth', 'bearerAuth').bearerFormat, undefined, 'no JWT without JWT on');
     const parameters = operation(doc, '/users/{id}', 'get').parameters as Json[];
     const id = parameters.find((parameter) => parameter.in === 'path' && parameter.name === 'id');
     assert.equal(objectAt(id, 'schema', 'the id schema').type, 'integer');
@@ -197,6 +237,26 @@ describe('OpenAPI document with tokens configured', () => {
     assert.deepEqual(doc.security, [{ bearerAuth: [] }]);
     assert.deepEqual(operation(doc, '/healthz', 'get').security, []);
     assert.equal(operation(doc, '/users', 'get').security, undefined);
+  });
+});
+
+describe('OpenAPI document with JWT on', () => {
+  const suite = appForSuite({
+    JWT_JWKS_URL: 'https://id.example.test/jwks',
+    JWT_ISSUER: 'https://id.example.test/',
+    JWT_AUDIENCE: 'user-records',
+  });
+  it('says the bearer token may be a JWT (bearerFormat), and needs one on every operation but the public ones', async () => {
+    const doc = JSON.parse((await call(suite.current.app, 'GET', '/openapi.json')).text) as Json;
+    const scheme = objectAt(
+      objectAt(objectAt(doc, 'components', 'components'), 'securitySchemes', 'schemes'),
+      'bearerAuth',
+      'bearerAuth',
+    );
+    assert.equal(scheme.bearerFormat, 'JWT');
+    assert.equal(scheme.scheme, 'bearer');
+    assert.deepEqual(doc.security, [{ bearerAuth: [] }]);
+    assert.deepEqual(operation(doc, '/healthz', 'get').security, []);
   });
 });
 

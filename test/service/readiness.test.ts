@@ -116,4 +116,18 @@ describe('readiness while the service stops', { timeout: 120_000 }, () => {
       }
     });
   }
+
+  it('SIGHUP to a single process is logged and ignored: it goes on serving, and stops cleanly after', async () => {
+    const data = tempDir();
+    const server = await startServer({ DATABASE_URL: `${data.dir}/users.db` });
+    try {
+      process.kill(server.pid, 'SIGHUP');
+      await logged(server, 'SIGHUP ignored: one process cannot replace itself');
+      assert.equal(await fresh(server.url, '/users'), '200 application/json');
+      assert.equal(await server.stop('SIGTERM', 60_000), 0);
+    } finally {
+      await server.stop('SIGKILL');
+      data.cleanup();
+    }
+  });
 });

@@ -7,6 +7,7 @@ import { openBetterSqlite } from '../../src/store/sqlite/native-objects.ts';
 import { assertProblem, call, createUser } from '../helpers/http.ts';
 import { mountExt4, mountSkip, mountTmpfs } from '../helpers/mounts.ts';
 import { runCli } from '../helpers/cli.ts';
+import { seedRecords } from '../helpers/seed.ts';
 import { type RunningServer, startServer, tempDir } from '../helpers/server.ts';
 
 // Faults of the SQLite file and its disk, made for real: files deleted or replaced under the running
@@ -146,29 +147,91 @@ describe('SQLite files changed under a running service', () => {
     } finally {
       await server.stop();
     }
-    // Overwrite the middle of the file (table and index pages) with junk.
+    // Junk over one page of records in the middle of the table: a new record's insert (at the end
+    // of the table, and into index pages) does not reach it, so only the reads tell of the damage.
+    const db = openBetterSqlite(path);
+    const pageSize = db.pragma('page_size', { simple: true }) as number;
+    const leaves = db
+      .prepare("SELECT pageno FROM dbstat WHERE name = 'users' AND pagetype = 'leaf' ORDER BY pageno")
+      .pluck()
+      .all() as number[];
+    db.close();
+    assert.ok(leaves.length >= 3, `the table has ${leaves.length} pages of records`);
     const fd = openSync(path, 'r+');
-    writeSync(fd, Buffer.alloc(4096 * 4, 0x5a), 0, 4096 * 4, 4096 * 3);
+    writeSync(fd, Buffer.alloc(pageSize, 0x5a), 0, pageSize, ((leaves[1] as number) - 1) * pageSize);
     closeSync(fd);
     server = await startServer({ DATABASE_URL: path });
     try {
-      // Every record is read: each answer is the records as stored, or 503; never other data, never a 500.
+      // Pages of records (a streamed listing meeting it after it began is cut short instead:
+      // the next test): each answer is the records as stored, or 503; never other data, never a 500.
       const statuses: number[] = [];
-      for (const query of ['', '?sort=-name', '?q=xxx', '?city=nowhere', '?age.gte=0']) {
+      for (const query of [
+        '?limit=50',
+        '?limit=50&sort=-name',
+        '?q=xxx&limit=50',
+        '?city=nowhere',
+        '?age.gte=0&limit=50',
+      ]) {
         const answer = await call(server.url, 'GET', `/users${query}`);
         statuses.push(answer.status);
         if (answer.status === 503) assert.equal(assertProblem(answer, 503).type, '/problems/unavailable');
         else assert.equal(answer.status, 200, `GET /users${query}`);
       }
       assert.ok(statuses.includes(503), `no read reached the damage: ${statuses.join(', ')}`);
+      // A read met the damage: the writer checks the file first, and refuses while it is damaged.
       const write = await call(server.url, 'POST', '/users?name=After&age=1&city=C');
-      assert.ok([200, 503].includes(write.status), `a write answered ${write.status}`);
+      assert.equal(assertProblem(write, 503).type, '/problems/unavailable');
     } finally {
       await server.stop();
     }
     const checked = await runCli(['check'], { env: { DATABASE_URL: path } });
     assert.equal(checked.code, 1, checked.stdout + checked.stderr);
     assert.match(checked.stdout + checked.stderr, /damaged|corrupt|integrity/i);
+  });
+
+  it('damage past the first page of a streamed listing: the answer is cut short and the log names the fault, not the client', async () => {
+    const path = join(data.dir, 'damaged-late.db');
+    await seedRecords(path, 2500, 'late');
+    // The last leaf of the records' table, in key order (dbstat's path): ids past the first page.
+    const db = openBetterSqlite(path, { readonly: true });
+    const last = db
+      .prepare("SELECT pageno FROM dbstat WHERE name = 'users' AND pagetype = 'leaf' ORDER BY path DESC LIMIT 1")
+      .pluck()
+      .get() as number;
+    const pageSize = db.pragma('page_size', { simple: true }) as number;
+    db.close();
+    const fd = openSync(path, 'r+');
+    writeSync(fd, Buffer.alloc(pageSize, 0x5a), 0, pageSize, (last - 1) * pageSize);
+    closeSync(fd);
+    const server = await startServer({ DATABASE_URL: path });
+    const cut: string[] = [];
+    try {
+      for (const accept of ['application/json', 'text/csv', 'application/x-ndjson']) {
+        for (const encoding of ['identity', 'gzip']) {
+          const headers = { accept, 'accept-encoding': encoding };
+          const response = await fetch(`${server.url}/users?fields=id,name`, { headers });
+          assert.equal(response.status, 200, accept);
+          await assert.rejects(response.text(), `${accept}, ${encoding}: the body must end cut short, not look whole`);
+          cut.push(response.headers.get('x-request-id') as string);
+        }
+      }
+    } finally {
+      await server.stop();
+    }
+    for (const id of cut) {
+      const lines = server.logs.filter((line) => line.includes(id)).map((line) => JSON.parse(line));
+      const fault = lines.find((line) => line.level >= 50 && JSON.stringify(line).includes('SQLITE_CORRUPT'));
+      assert.ok(
+        fault,
+        `no error line names the fault of request ${id}:\n${lines.map((l) => JSON.stringify(l)).join('\n')}`,
+      );
+      assert.ok(
+        !lines.some((line) => /aborted by the client/.test(line.msg)),
+        `request ${id} logged as the client's abort`,
+      );
+      // The client was answered 200 and a body cut short: no line may say it was answered 503.
+      assert.ok(!lines.some((line) => line.res?.statusCode === 503), `request ${id} logged as answered 503`);
+    }
   });
 
   it("another program's SQLite file is refused at start and left as it was", async () => {

@@ -137,7 +137,7 @@ class PostgresBulk implements BulkStore {
   /**
    * Inside the transaction, drops the users table's own indexes (not the primary key's) when it
    * holds no record: building each once over all the rows at the end costs half the database's
-   * work of keeping seven indexes in order row by row. A rollback, or a lost connection, puts them
+   * work of keeping eight indexes in order row by row. A rollback, or a lost connection, puts them
    * back with everything else. Until the commit the table is locked against readers too (they are
    * answered once it is done), so the lock is waited for a moment at most: a reader that holds the
    * table longer keeps the indexes in place. Returns what makes them again, from their own definitions.

@@ -23,6 +23,7 @@ import {
   type ListFilter,
   type ListOrder,
   type SortField,
+  type Stats,
   type Precondition,
   type User,
   type UserInput,
@@ -35,6 +36,8 @@ import { guarded, isConnectionFault } from './errors.ts';
 import { openPool } from './pool.ts';
 import { type ChangeRow, COLUMNS, execStep, toChange, toUser, type UserRow } from './statements.ts';
 import { SharedWatch } from '../shared-watch.ts';
+import { type StatsRow, statsQuery, toStats } from '../stats-sql.ts';
+import type { GroupField } from '../../record/fields.ts';
 
 /** While a LISTEN connection is down, and as a backstop for a lost notification, the log is read this often. */
 const WATCH_POLL_MS = 1000;
@@ -292,6 +295,14 @@ export class PostgresStore implements UserStore {
     return guarded(async () => {
       const result = await this.#pool.query<{ count: string }>({ name: this.#statementName(text), text, values });
       return Number(result.rows[0]?.count ?? 0);
+    });
+  }
+
+  stats(filter: ListFilter, group: GroupField | undefined, limit: number): Promise<Stats> {
+    const { text, values } = statsQuery(filter, group, limit, POSTGRES);
+    return guarded(async () => {
+      const result = await this.#pool.query<StatsRow>({ name: this.#statementName(text), text, values });
+      return toStats(result.rows, group !== undefined);
     });
   }
 

@@ -98,7 +98,7 @@ class SqliteBulk implements BulkStore {
 
   /**
    * Inside the transaction, drops the users table's own indexes when it holds no record: building
-   * each once over the sorted rows at the end costs less than keeping five indexes in order row by
+   * each once over the sorted rows at the end costs less than keeping six indexes in order row by
    * row (a third of a million-row import). A rollback puts them back with everything else. Returns
    * what makes them again, from their own SQL, before the commit.
    */

@@ -148,6 +148,15 @@ const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 9,
+    name: 'stats: city with age',
+    // GET /users/stats?group=city reads each record's city and age: from this index alone, in city
+    // order (no sort for the GROUP BY), rather than a look-up of the row for each entry of users_city
+    // (15 s for a million records on a busy machine, against under 1 s). users_city stays: a
+    // listing sorted by city pages by (city, id), which this index does not hold in that order.
+    sql: 'CREATE INDEX users_city_age ON users (city, age)',
+  },
+  {
+    version: 10,
     name: 'change log: the record before an update',
     // An update's row keeps the record as it was too (its own fields and updatedAt, in ms), so a
     // filtered stream can tell a record that left its view. NULL for creations and deletions, and

@@ -56,6 +56,8 @@ export class ReaderPool {
   readonly #exits = new Set<Promise<void>>();
   #waiting: Job[] = [];
   #failure: { message: string; at: number } | undefined;
+  /** Told of a read that met a fault of the file (the store has the writer check it). */
+  onFault: ((why: string) => void) | undefined;
   #closed = false;
 
   private constructor(path: string, settings: ReaderSettings) {
@@ -171,6 +173,7 @@ export class ReaderPool {
             else if (message.fault.unavailable) this.#settle(job, new StoreUnavailableError(message.fault.message));
             else this.#settle(job, new Error(message.fault.message));
           }
+          if (!message.ok && message.fault.reopen) this.onFault?.(message.fault.message);
           if (message.ok ? message.crowded : message.fault.reopen) this.#retire(reader);
           return this.#dispatch();
         }

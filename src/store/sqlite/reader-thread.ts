@@ -2,13 +2,17 @@ import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
+import type { GroupField } from '../../record/fields.ts';
 import type { ListFilter, ListOrder } from '../store.ts';
 import { isUnavailable, needsReopen } from './errors.ts';
 import { openBetterSqlite } from './native-objects.ts';
 import { ReadStatements } from './statements.ts';
 
-/** A read that may take long: a listing other than a plain page, or a count. */
-export type ReadRequest = { op: 'list'; filter: ListFilter; order?: ListOrder } | { op: 'count'; filter?: ListFilter };
+/** A read that may take long: a listing other than a plain page, a count, or counts by group. */
+export type ReadRequest =
+  | { op: 'list'; filter: ListFilter; order?: ListOrder }
+  | { op: 'count'; filter?: ListFilter }
+  | { op: 'stats'; filter: ListFilter; group: GroupField | undefined; limit: number };
 
 /** Main thread to reader: one read at a time. */
 export interface ToReader {
@@ -80,10 +84,21 @@ try {
   port.close();
 }
 
+function read(request: ReadRequest): unknown {
+  switch (request.op) {
+    case 'list':
+      return reads.list(request.filter, request.order);
+    case 'count':
+      return reads.count(request.filter);
+    case 'stats':
+      return reads.stats(request.filter, request.group, request.limit);
+  }
+}
+
 port.on('message', ({ request }: ToReader) => {
   try {
     db.exec('BEGIN');
-    const value = request.op === 'list' ? reads.list(request.filter, request.order) : reads.count(request.filter);
+    const value = read(request);
     db.exec('COMMIT');
     // A thread whose connection holds STATEMENTS_KEPT listing statements asks to be replaced.
     send({ type: 'done', ok: true, value, crowded: reads.crowded });

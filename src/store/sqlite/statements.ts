@@ -24,9 +24,12 @@ import {
   type ListFilter,
   type ListOrder,
   type SortField,
+  type Stats,
   type User,
 } from '../store.ts';
+import type { GroupField } from '../../record/fields.ts';
 import { batchIds, keyRow } from '../keys.ts';
+import { type StatsRow, statsQuery, toStats } from '../stats-sql.ts';
 import type { HookRow, KeyRow, Step } from '../write-rules.ts';
 
 /** A users row as SQLite returns it (times in milliseconds since the epoch) as a User. */
@@ -149,6 +152,13 @@ export class ReadStatements {
     }
     const { text, values } = countQuery(filter, SQLITE);
     return Number((this.#statement(text).get(...values) as unknown as { count: number }).count);
+  }
+
+  /** Counts by group: a search by its trigram index from three characters, as a count. */
+  stats(filter: ListFilter, group: GroupField | undefined, limit: number): Stats {
+    const { text, values } = statsQuery(filter, group, limit, SQLITE);
+    const rows = this.#statement(text).all(...values) as unknown as StatsRow[];
+    return toStats(rows, group !== undefined);
   }
 
   changes(after: number, limit: number): ChangeLogPage {

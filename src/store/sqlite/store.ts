@@ -15,6 +15,7 @@ import {
   type ListFilter,
   type ListOrder,
   narrows,
+  type Stats,
   type Precondition,
   StoreAtEndError,
   StoreUnavailableError,
@@ -27,11 +28,12 @@ import { isAtEnd, remembered, rememberedBatch, runNow, type WriteRequest } from 
 import { FileGuard } from './file-guard.ts';
 import { openConnection } from './connection.ts';
 import { ReaderPool } from './reader-pool.ts';
-import { asUnavailable } from './errors.ts';
+import { asUnavailable, needsReopen } from './errors.ts';
 import { ReadStatements } from './statements.ts';
 import type { JobOutcome } from './writer.ts';
 import { InlineLink, ThreadLink, type WriterLink } from './writer-link.ts';
 import { SharedWatch } from '../shared-watch.ts';
+import type { GroupField } from '../../record/fields.ts';
 
 export interface SqliteOptions {
   /** The longest a call waits for a lock another process holds; then it fails with 503. */
@@ -151,6 +153,7 @@ export class SqliteStore implements UserStore {
     this.#reads = new ReadStatements(db);
     this.#link = link;
     this.#pool = pool;
+    if (pool !== undefined) pool.onFault = (why) => link.suspect(why);
     this.#listeners = listeners;
     this.#guard = guard;
     this.#busyTimeoutMs = busyTimeoutMs;
@@ -187,8 +190,14 @@ export class SqliteStore implements UserStore {
       this.#openTurn();
       return Promise.resolve(work());
     } catch (error) {
-      return isBusy(error) ? this.#retry(work) : Promise.reject(asUnavailable(error));
+      return isBusy(error) ? this.#retry(work) : Promise.reject(this.#fault(error));
     }
+  }
+
+  /** A read's error as the store reports it; a fault of the file has the writer check it first. */
+  #fault(error: unknown): unknown {
+    if (needsReopen(error)) this.#link.suspect((error as Error).message);
+    return asUnavailable(error);
   }
 
   async #retry<T>(work: () => T): Promise<T> {
@@ -198,7 +207,7 @@ export class SqliteStore implements UserStore {
       try {
         return work();
       } catch (error) {
-        if (!isBusy(error) || performance.now() + wait > deadline) throw asUnavailable(error);
+        if (!isBusy(error) || performance.now() + wait > deadline) throw this.#fault(error);
       }
     }
   }
@@ -229,6 +238,12 @@ export class SqliteStore implements UserStore {
   count(filter?: ListFilter): Promise<number> {
     if (this.#pool === undefined) return this.#read(() => this.#reads.count(filter));
     return this.#pool.read({ op: 'count', filter }) as Promise<number>;
+  }
+
+  /** On a reader thread, as a count: it reads every matching record (index entry). */
+  stats(filter: ListFilter, group: GroupField | undefined, limit: number): Promise<Stats> {
+    if (this.#pool === undefined) return this.#read(() => this.#reads.stats(filter, group, limit));
+    return this.#pool.read({ op: 'stats', filter, group, limit }) as Promise<Stats>;
   }
 
   create(input: UserInput): Promise<User> {

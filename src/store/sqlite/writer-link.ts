@@ -12,6 +12,8 @@ export interface WriterLink {
   submit(requests: WriteRequest[]): Promise<JobOutcome[]>;
   /** Why writes are refused, once the writer has found a reason that lasts. */
   readonly refusal: string | undefined;
+  /** A read met a fault of the file (damage, an I/O error): the writer checks the file before its next write. */
+  suspect(why: string): void;
   close(): Promise<void>;
 }
 
@@ -30,6 +32,10 @@ export class InlineLink implements WriterLink {
 
   get refusal(): string | undefined {
     return this.#writer.refusal;
+  }
+
+  suspect(why: string): void {
+    this.#writer.suspect(why);
   }
 
   async submit(requests: WriteRequest[]): Promise<JobOutcome[]> {
@@ -130,6 +136,11 @@ export class ThreadLink implements WriterLink {
       this.#waiting.set(id, { resolve, reject });
       worker.postMessage({ type: 'batch', id, requests } satisfies ToWriter);
     });
+  }
+
+  suspect(why: string): void {
+    // Posted before any batch sent after it, so the thread sees it first.
+    this.#worker?.postMessage({ type: 'suspect', why } satisfies ToWriter);
   }
 
   /** Lets every batch sent so far commit, then ends the thread. */

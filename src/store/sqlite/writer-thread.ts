@@ -3,7 +3,8 @@ import type { WriteRequest } from '../write-rules.ts';
 import { type BatchResult, SqliteWriter, type WriterSettings } from './writer.ts';
 
 /** Main thread to writer: a batch of writes, or the end. */
-export type ToWriter = { type: 'batch'; id: number; requests: WriteRequest[] } | { type: 'close' };
+export type ToWriter =
+  { type: 'batch'; id: number; requests: WriteRequest[] } | { type: 'suspect'; why: string } | { type: 'close' };
 
 /** Writer to main thread: ready (or why not), and the outcome of each batch, in order. */
 export type FromWriter =
@@ -53,6 +54,7 @@ port.on('message', (first: ToWriter) => {
   for (let next = receiveMessageOnPort(port); next !== undefined; next = receiveMessageOnPort(port)) {
     messages.push(next.message as ToWriter);
   }
+  for (const message of messages) if (message.type === 'suspect') writer?.suspect(message.why);
   const batches = messages.filter((message) => message.type === 'batch');
   if (batches.length > 0 && writer !== undefined) {
     const { outcomes, ...result } = writer.commit(batches.flatMap((batch) => batch.requests));

@@ -193,6 +193,17 @@ export class SqliteWriter {
     return `${saved}${log}; writes are refused until the service restarts`;
   }
 
+  /**
+   * A read met a fault of the file (damage, an I/O error): the next write first reopens the file
+   * and runs SQLite's quick_check, as after a fault of its own, and writes are refused (503) while
+   * the check fails. Writes that would not have reached the damage could still harm the file.
+   */
+  suspect(why: string): void {
+    if (this.#guard === undefined || this.#broken !== undefined) return;
+    this.#broken = { unavailable: true, message: `database unavailable: a read failed (${why})` };
+    this.#reopenedAt = 0;
+  }
+
   /** Why writes cannot be tried now, or undefined. */
   #refused(): Fault | undefined {
     if (this.watch() !== undefined) return { unavailable: true, message: this.#refusal as string };
