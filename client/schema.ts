@@ -169,8 +169,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Follow every change as it happens
+         * Follow every change as it happens, or the changes of the records a filter matches
          * @description A `text/event-stream` of every change to the records, in change-version order: `id:` the change version, `event:` `user.created`, `user.updated` or `user.deleted`, `data:` the same JSON as a webhook body (for a deletion, the record as it was). Reconnecting with `Last-Event-ID` (browsers do so themselves) or `?after=` gets every change after that id first, with no gap and no repeat. An idle stream gets a comment line every `EVENTS_HEARTBEAT_MS`; a client that reads too slowly is ended with a comment saying to reconnect. A client may hold `MAX_SUBSCRIBERS_PER_CLIENT` streams at once (429 past it). The stream never ends by itself, so this page cannot show it: follow it with `curl -N` or an `EventSource`. See docs/changes.md.
+         *
+         *     **Filtered** with the listing's filters (`?city=Paris&age.gte=18`, `q`...; the same rules and the same 400s as `GET /users`): only the changes of records that match before or after the change. A creation or deletion of a matching record, as above; an update after which the record matches is `user.updated` (it may have just come into the view); an update after which a record that matched no longer does is `user.left`, with the record as it is now (drop it from the view). Ids stay the change versions, so a filtered stream skips ids; its heartbeat carries the id of the last change it looked at (`id:` with no data: no event fires, but `Last-Event-ID` moves), so a reconnection resumes from there. `sort`, `limit`, `cursor` and `fields` are the listing's only (400).
          */
         get: operations["streamUserEvents"];
         put?: never;
@@ -182,8 +184,10 @@ export interface paths {
          */
         options: operations["optionsUsersEvents"];
         /**
-         * Follow every change as it happens
+         * Follow every change as it happens, or the changes of the records a filter matches
          * @description A `text/event-stream` of every change to the records, in change-version order: `id:` the change version, `event:` `user.created`, `user.updated` or `user.deleted`, `data:` the same JSON as a webhook body (for a deletion, the record as it was). Reconnecting with `Last-Event-ID` (browsers do so themselves) or `?after=` gets every change after that id first, with no gap and no repeat. An idle stream gets a comment line every `EVENTS_HEARTBEAT_MS`; a client that reads too slowly is ended with a comment saying to reconnect. A client may hold `MAX_SUBSCRIBERS_PER_CLIENT` streams at once (429 past it). The stream never ends by itself, so this page cannot show it: follow it with `curl -N` or an `EventSource`. See docs/changes.md.
+         *
+         *     **Filtered** with the listing's filters (`?city=Paris&age.gte=18`, `q`...; the same rules and the same 400s as `GET /users`): only the changes of records that match before or after the change. A creation or deletion of a matching record, as above; an update after which the record matches is `user.updated` (it may have just come into the view); an update after which a record that matched no longer does is `user.left`, with the record as it is now (drop it from the view). Ids stay the change versions, so a filtered stream skips ids; its heartbeat carries the id of the last change it looked at (`id:` with no data: no event fires, but `Last-Event-ID` moves), so a reconnection resumes from there. `sort`, `limit`, `cursor` and `fields` are the listing's only (400).
          */
         head: operations["streamUserEventsHead"];
         patch?: never;
@@ -1252,6 +1256,46 @@ export interface operations {
     streamUserEvents: {
         parameters: {
             query?: {
+                /** @description Text of 1 to 200 characters with a visible one among them, and no control, text-direction or noncharacter code points. Surrounding white space is trimmed before the check. */
+                name?: string;
+                /** @description A whole number from 0 to 150, in decimal digits. Stored as an integer and returned as a decimal string. */
+                age?: number;
+                /** @description Text of 1 to 200 characters with a visible one among them, and no control, text-direction or noncharacter code points. Surrounding white space is trimmed before the check. */
+                city?: string;
+                /** @description Only records whose age is above this. A whole number from 0 to 150, in decimal digits. */
+                "age.gt"?: number;
+                /** @description Only records whose age is at or above this. A whole number from 0 to 150, in decimal digits. */
+                "age.gte"?: number;
+                /** @description Only records whose age is below this. A whole number from 0 to 150, in decimal digits. */
+                "age.lt"?: number;
+                /** @description Only records whose age is at or below this. A whole number from 0 to 150, in decimal digits. */
+                "age.lte"?: number;
+                /** @description Only records whose id is above this. A whole number (an id). */
+                "id.gt"?: number;
+                /** @description Only records whose id is at or above this. A whole number (an id). */
+                "id.gte"?: number;
+                /** @description Only records whose id is below this. A whole number (an id). */
+                "id.lt"?: number;
+                /** @description Only records whose id is at or below this. A whole number (an id). */
+                "id.lte"?: number;
+                /** @description Only records whose createdAt is above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "createdAt.gt"?: string;
+                /** @description Only records whose createdAt is at or above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "createdAt.gte"?: string;
+                /** @description Only records whose createdAt is below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "createdAt.lt"?: string;
+                /** @description Only records whose createdAt is at or below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "createdAt.lte"?: string;
+                /** @description Only records whose updatedAt is above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "updatedAt.gt"?: string;
+                /** @description Only records whose updatedAt is at or above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "updatedAt.gte"?: string;
+                /** @description Only records whose updatedAt is below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "updatedAt.lt"?: string;
+                /** @description Only records whose updatedAt is at or below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "updatedAt.lte"?: string;
+                /** @description Text of 1 to 200 characters with no control characters: records whose name or city contains it, ignoring case (Unicode case folding: ß matches ss, ς matches σ) and composed (NFC). From 3 characters an index finds them; shorter text is looked for record by record. */
+                q?: string;
                 /** @description A whole number of up to 15 digits (the id of the last event received): the stream starts with the changes after it. `Last-Event-ID` wins over it. Without either, only changes from now on. */
                 after?: number;
             };
@@ -1396,6 +1440,46 @@ export interface operations {
     streamUserEventsHead: {
         parameters: {
             query?: {
+                /** @description Text of 1 to 200 characters with a visible one among them, and no control, text-direction or noncharacter code points. Surrounding white space is trimmed before the check. */
+                name?: string;
+                /** @description A whole number from 0 to 150, in decimal digits. Stored as an integer and returned as a decimal string. */
+                age?: number;
+                /** @description Text of 1 to 200 characters with a visible one among them, and no control, text-direction or noncharacter code points. Surrounding white space is trimmed before the check. */
+                city?: string;
+                /** @description Only records whose age is above this. A whole number from 0 to 150, in decimal digits. */
+                "age.gt"?: number;
+                /** @description Only records whose age is at or above this. A whole number from 0 to 150, in decimal digits. */
+                "age.gte"?: number;
+                /** @description Only records whose age is below this. A whole number from 0 to 150, in decimal digits. */
+                "age.lt"?: number;
+                /** @description Only records whose age is at or below this. A whole number from 0 to 150, in decimal digits. */
+                "age.lte"?: number;
+                /** @description Only records whose id is above this. A whole number (an id). */
+                "id.gt"?: number;
+                /** @description Only records whose id is at or above this. A whole number (an id). */
+                "id.gte"?: number;
+                /** @description Only records whose id is below this. A whole number (an id). */
+                "id.lt"?: number;
+                /** @description Only records whose id is at or below this. A whole number (an id). */
+                "id.lte"?: number;
+                /** @description Only records whose createdAt is above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "createdAt.gt"?: string;
+                /** @description Only records whose createdAt is at or above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "createdAt.gte"?: string;
+                /** @description Only records whose createdAt is below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "createdAt.lt"?: string;
+                /** @description Only records whose createdAt is at or below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "createdAt.lte"?: string;
+                /** @description Only records whose updatedAt is above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "updatedAt.gt"?: string;
+                /** @description Only records whose updatedAt is at or above this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "updatedAt.gte"?: string;
+                /** @description Only records whose updatedAt is below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "updatedAt.lt"?: string;
+                /** @description Only records whose updatedAt is at or below this. An RFC 3339 date and time, such as 2026-01-31T12:00:00Z (a leap second, :60, is refused). */
+                "updatedAt.lte"?: string;
+                /** @description Text of 1 to 200 characters with no control characters: records whose name or city contains it, ignoring case (Unicode case folding: ß matches ss, ς matches σ) and composed (NFC). From 3 characters an index finds them; shorter text is looked for record by record. */
+                q?: string;
                 /** @description A whole number of up to 15 digits (the id of the last event received): the stream starts with the changes after it. `Last-Event-ID` wins over it. Without either, only changes from now on. */
                 after?: number;
             };

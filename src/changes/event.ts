@@ -2,7 +2,11 @@ import type { Change, ChangeKind } from '../store/store.ts';
 import { EVENT_FIELDS } from '../record/fields.ts';
 import { recordJson } from '../record/json.ts';
 
-export type EventType = `user.${ChangeKind}`;
+/**
+ * The event of each kind of change, and `user.left`: a filtered stream's (or webhook's) word for an
+ * update after which the record no longer matches the filter (view.ts). Unfiltered, never sent.
+ */
+export type EventType = `user.${ChangeKind}` | 'user.left';
 
 export function eventType(change: Change): EventType {
   return `user.${change.kind}`;
@@ -13,13 +17,13 @@ export function eventType(change: Change): EventType {
  * `{"type":"user.created","timestamp":"<RFC 3339>","data":{"id":7,"name":"Ada","age":"36","city":"London"}}`.
  * `timestamp` is when the change was committed; for a deletion, `data` is the record as it was.
  */
-export function eventJson(change: Change): string {
-  return `{"type":"${eventType(change)}","timestamp":"${change.at.toISOString()}","data":${recordJson(change.user, EVENT_FIELDS)}}`;
+export function eventJson(change: Change, type: EventType = eventType(change)): string {
+  return `{"type":"${type}","timestamp":"${change.at.toISOString()}","data":${recordJson(change.user, EVENT_FIELDS)}}`;
 }
 
 /** One Server-Sent Event: the change version as its id, the type as its name, the JSON as its data. */
-export function sseEvent(change: Change): string {
-  return `id: ${change.version}\nevent: ${eventType(change)}\ndata: ${eventJson(change)}\n\n`;
+export function sseEvent(change: Change, type: EventType = eventType(change)): string {
+  return `id: ${change.version}\nevent: ${type}\ndata: ${eventJson(change, type)}\n\n`;
 }
 
 /** Each batch's events, encoded once for every stream that is handed it (kept while the batch is). */
@@ -32,7 +36,7 @@ const encoded = new WeakMap<readonly Change[], Buffer>();
 export function sseBatch(changes: readonly Change[]): Buffer {
   let bytes = encoded.get(changes);
   if (bytes === undefined) {
-    bytes = Buffer.from(changes.map(sseEvent).join(''));
+    bytes = Buffer.from(changes.map((change) => sseEvent(change)).join(''));
     encoded.set(changes, bytes);
   }
   return bytes;

@@ -141,12 +141,19 @@ export class ChangeFeed {
         for (;;) {
           const position = this.#position as number;
           const page = await this.#store.changes(position, PAGE);
-          if (page.history !== this.#history || page.version < position) {
+          if (page.history !== this.#history) {
             // The log was replaced (a restore): every follower must start again from a listing.
             this.#position = page.version;
             this.#history = page.history;
             for (const follower of this.#followers) follower.end('the change log was reset by a restore');
             this.#followers.clear();
+            break;
+          }
+          if (page.version < position) {
+            // Not a restore (that starts a new history): a read in a snapshot older than a commit
+            // handed out since (SQLite's reads of one turn share one). Read again in a later turn.
+            this.#again = true;
+            await new Promise((resolve) => setImmediate(resolve));
             break;
           }
           this.#handOut(page.changes.filter((change) => change.version > (this.#position as number)));

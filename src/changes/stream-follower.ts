@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import type { Change } from '../store/store.ts';
 import { sseBatch } from './event.ts';
 import type { Follower } from './feed.ts';
+import { type ChangeView, viewBatch } from './view.ts';
 
 /** At most this much of the queue is joined into one piece of the body (fewer, larger socket writes). */
 const PIECE_BYTES = 16 * 1024;
@@ -27,6 +28,8 @@ export interface FollowerOptions {
   close: () => void;
   /** How long an ended stream's client has to take what is left before its connection is closed. */
   graceMs: number;
+  /** Only the changes this filter's view sees (view.ts); every change without one. */
+  view?: ChangeView;
 }
 
 /**
@@ -49,9 +52,12 @@ export class StreamFollower implements Follower {
   #onRoom: (() => void) | undefined;
   /** bytesWritten at the last heartbeat. */
   #writtenAtBeat = -1;
+  /** The last id the client was given (by an event, or by a filtered stream's heartbeat). */
+  #idGiven: number;
 
   constructor(last: number, options: FollowerOptions) {
     this.last = last;
+    this.#idGiven = last;
     this.#options = options;
     this.body = new Readable({ read: () => this.#pull() });
   }
@@ -76,13 +82,21 @@ export class StreamFollower implements Follower {
       (changes[0]?.version ?? Infinity) > this.last ? changes : changes.filter((c) => c.version > this.last);
     const newest = fresh.at(-1);
     if (newest === undefined) return;
-    if (this.buffered() > this.#options.share()) {
+    const view = this.#options.view;
+    const batch =
+      view === undefined
+        ? { bytes: sseBatch(fresh), count: fresh.length, lastId: newest.version }
+        : viewBatch(fresh, view);
+    if (batch.count > 0 && this.buffered() > this.#options.share()) {
       this.end('this client reads too slowly: reconnect with Last-Event-ID', 'slow');
       return;
     }
+    // A filtered stream moves past the changes its view does not see, sending nothing for them.
     this.last = newest.version;
-    this.#enqueue(sseBatch(fresh));
-    this.#options.sent(fresh.length);
+    if (batch.count === 0) return;
+    this.#idGiven = batch.lastId ?? this.#idGiven;
+    this.#enqueue(batch.bytes);
+    this.#options.sent(batch.count);
   }
 
   /**
@@ -98,7 +112,13 @@ export class StreamFollower implements Follower {
       return;
     }
     this.#writtenAtBeat = written;
-    this.write(text);
+    // A filtered stream's heartbeat also gives the id of the last change it looked at: a field with
+    // no data, which EventSource keeps as its Last-Event-ID without firing an event, so a client
+    // whose view saw nothing for a while resumes from here rather than from its last event.
+    if (this.#options.view !== undefined && this.last !== this.#idGiven) {
+      this.#idGiven = this.last;
+      this.write(`id: ${this.last}\n${text}`);
+    } else this.write(text);
   }
 
   /** Queues text (a comment, a field) after what is queued; nothing once the stream ended. */

@@ -4,12 +4,16 @@ import type { Counter } from 'prom-client';
 import { allowOnly } from '../http/methods.ts';
 import { HttpError, PROBLEM_CONTENT_TYPE } from '../http/problem.ts';
 import { ProblemSchema, problemResponses } from '../http/schemas.ts';
-import type { Change, UserStore } from '../store/store.ts';
+import { type Change, narrows, type UserStore } from '../store/store.ts';
+import { normalizeInput } from '../users/input.ts';
 import { TAGS } from '../users/openapi.ts';
+import { parseListing } from '../users/query.ts';
+import type { ListQuery } from '../users/schemas.ts';
 import { type ChangeFeed, LogMoved } from './feed.ts';
 import { EVENT_ID_PATTERN, EVENT_RULES, EventsHeaders, EventsQuery } from './schemas.ts';
 import { type EndReason, StreamFollower } from './stream-follower.ts';
 import { StreamPlaces, streamClient } from './stream-places.ts';
+import { ChangeView } from './view.ts';
 
 export const EVENT_STREAM_TYPE = 'text/event-stream; charset=utf-8';
 
@@ -93,12 +97,15 @@ export function registerEventStream(
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/users/events',
     {
+      // The filters' values are brought into shape as the listing's are (text trimmed).
+      preValidation: normalizeInput,
       schema: {
         tags: TAGS,
         operationId: 'streamUserEvents',
-        summary: 'Follow every change as it happens',
+        summary: 'Follow every change as it happens, or the changes of the records a filter matches',
         description:
-          'A `text/event-stream` of every change to the records, in change-version order: `id:` the change version, `event:` `user.created`, `user.updated` or `user.deleted`, `data:` the same JSON as a webhook body (for a deletion, the record as it was). Reconnecting with `Last-Event-ID` (browsers do so themselves) or `?after=` gets every change after that id first, with no gap and no repeat. An idle stream gets a comment line every `EVENTS_HEARTBEAT_MS`; a client that reads too slowly is ended with a comment saying to reconnect. A client may hold `MAX_SUBSCRIBERS_PER_CLIENT` streams at once (429 past it). The stream never ends by itself, so this page cannot show it: follow it with `curl -N` or an `EventSource`. See docs/changes.md.',
+          'A `text/event-stream` of every change to the records, in change-version order: `id:` the change version, `event:` `user.created`, `user.updated` or `user.deleted`, `data:` the same JSON as a webhook body (for a deletion, the record as it was). Reconnecting with `Last-Event-ID` (browsers do so themselves) or `?after=` gets every change after that id first, with no gap and no repeat. An idle stream gets a comment line every `EVENTS_HEARTBEAT_MS`; a client that reads too slowly is ended with a comment saying to reconnect. A client may hold `MAX_SUBSCRIBERS_PER_CLIENT` streams at once (429 past it). The stream never ends by itself, so this page cannot show it: follow it with `curl -N` or an `EventSource`. See docs/changes.md.\n\n' +
+          "**Filtered** with the listing's filters (`?city=Paris&age.gte=18`, `q`...; the same rules and the same 400s as `GET /users`): only the changes of records that match before or after the change. A creation or deletion of a matching record, as above; an update after which the record matches is `user.updated` (it may have just come into the view); an update after which a record that matched no longer does is `user.left`, with the record as it is now (drop it from the view). Ids stay the change versions, so a filtered stream skips ids; its heartbeat carries the id of the last change it looked at (`id:` with no data: no event fires, but `Last-Event-ID` moves), so a reconnection resumes from there. `sort`, `limit`, `cursor` and `fields` are the listing's only (400).",
         querystring: EventsQuery,
         headers: EventsHeaders,
         response: {
@@ -117,7 +124,11 @@ export function registerEventStream(
       },
     },
     async (request, reply) => {
-      const requested = resumeAfter(request.headers['last-event-id'], request.query.after);
+      const { after, ...filters } = request.query;
+      const requested = resumeAfter(request.headers['last-event-id'], after);
+      // The listing's own parser, so a filter means here what it means to GET /users.
+      const { filter } = parseListing(filters as ListQuery);
+      const view = narrows(filter) ? new ChangeView(filter) : undefined;
       // Taken before the first read, so streams being admitted count against the limits too.
       const place = places.take(streamClient(request.ip, request.headers.authorization, options.byToken));
       if (place === 'client') {
@@ -182,6 +193,7 @@ export function registerEventStream(
         },
         close: () => raw.destroy(),
         graceMs: options.heartbeatMs,
+        view,
       });
       open.add(follower);
       heartbeat ??= setInterval(beat, options.heartbeatMs).unref();

@@ -19,7 +19,9 @@ export function createValidatorCompiler(rules: Readonly<Record<string, string>>)
     // Headers schemas document the headers a route reads (OpenAPI); the routes check the ones that
     // matter themselves (Idempotency-Key), so they cost nothing per request.
     if (httpPart === 'body' || httpPart === 'headers') return (value) => ({ value });
-    const faultsOf = compileChecker(schema, rules);
+    // A route's own words for a parameter whose name another route uses otherwise (`x-rules`).
+    const own = (schema as { 'x-rules'?: Readonly<Record<string, string>> })['x-rules'];
+    const faultsOf = compileChecker(schema, own === undefined ? rules : { ...rules, ...own });
     return (value) => {
       const faults = faultsOf(value);
       return faults.length === 0 ? { value } : { error: invalidInput(faults) };
@@ -40,6 +42,8 @@ export function compileChecker(
   const check = Compile(schema);
   const order = Object.keys((schema as { properties?: object }).properties ?? {});
   const known = new Set(order);
+  // Names a route refuses with a reason of its own (`x-refused`: name to detail), rather than as unknown.
+  const refused = (schema as { 'x-refused'?: Readonly<Record<string, string>> })['x-refused'] ?? {};
   return (value) => {
     const early = paramErrors(value);
     if (early.length === 0 && check.Check(value)) return [];
@@ -50,7 +54,11 @@ export function compileChecker(
     const ownPart: Record<string, unknown> = {};
     for (const name of Object.keys(input)) {
       if (known.has(name)) ownPart[name] = input[name];
-      else unknown.push({ parameter: name, detail: unknownDetail });
+      else
+        unknown.push({
+          parameter: name,
+          detail: Object.hasOwn(refused, name) ? (refused[name] as string) : unknownDetail,
+        });
     }
     const named = new Set(early.map((error) => error.parameter));
     const errors = [...fieldErrors(check.Errors(ownPart), ownPart, rules, order), ...unknown];

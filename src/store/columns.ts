@@ -52,6 +52,27 @@ export const CHANGE_COLUMNS: readonly string[] = [
   'at',
 ];
 
+/**
+ * What an update's log row keeps of the record as it was before (migration 10): its own columns and
+ * its updatedAt (the id and createdAt do not change; its version was one less). NULL for a creation
+ * or a deletion, and for an update logged before migration 10.
+ */
+export const BEFORE_COLUMNS: readonly string[] = [...RECORD_COLUMNS, 'updated_at'].map((column) => `before_${column}`);
+
+/** The values of BEFORE_COLUMNS for a change's `before` (all NULL without one), times as `time` writes them. */
+export function beforeValues(before: User | undefined, time: (date: Date) => unknown): unknown[] {
+  if (before === undefined) return BEFORE_COLUMNS.map(() => null);
+  return [...RECORD_FIELDS.map((field) => before[field]), time(before.updatedAt)];
+}
+
+/** An update's record as it was, from its log row and the record after it; undefined where the row keeps none. */
+export function beforeOf(row: UserRow, after: User, time: (value: unknown) => Date): User | undefined {
+  const updatedAt = row.before_updated_at;
+  if (updatedAt === null || updatedAt === undefined) return undefined;
+  const values = Object.fromEntries(RECORD_FIELDS.map((field) => [field, row[`before_${FIELDS[field].column}`]]));
+  return { ...after, ...values, updatedAt: time(updatedAt), version: after.version - 1 };
+}
+
 /** `?, ?, ?` for n values (SQLite). */
 export function placeholders(n: number): string {
   return Array.from({ length: n }, () => '?').join(', ');

@@ -138,6 +138,12 @@ export interface Change {
   version: number;
   kind: ChangeKind;
   user: User;
+  /**
+   * For an update, the record as it was just before it (a filtered stream tells a record that
+   * left its view by it); undefined for a creation or a deletion, and for an update logged before
+   * the log kept it (schema version 10).
+   */
+  before?: User;
   /** When it was committed. */
   at: Date;
 }

@@ -99,7 +99,7 @@ export type Step = { [K in StepName]: { op: K } & StepArgs[K] }[StepName];
 /** What a program ends with: its answer, and the changes it made, in order. */
 export interface Outcome<T> {
   value: T;
-  changes?: ReadonlyArray<{ kind: ChangeKind; user: User }>;
+  changes?: ReadonlyArray<{ kind: ChangeKind; user: User; before?: User }>;
 }
 
 export type Program<T> = Generator<Step, Outcome<T>, unknown>;
@@ -250,7 +250,7 @@ function* update(
   const input: Partial<Record<RecordField, unknown>> = {};
   for (const field of RECORD_FIELDS) input[field] = changes[field] ?? current[field];
   const user = yield* run({ op: 'update', id, input: input as UserInput });
-  return { value: { ok: true, user }, changes: [{ kind: 'updated', user }] };
+  return { value: { ok: true, user }, changes: [{ kind: 'updated', user, before: current }] };
 }
 
 function* remove(

@@ -107,6 +107,24 @@ describe('OpenAPI document', () => {
     assert.equal(record.additionalProperties, false);
   });
 
+  it("GET /users/events takes the listing's filters as the listing documents them, its own after (an event id), and nothing that only a listing takes", () => {
+    const queryOf = (path: string) =>
+      new Map(
+        (operation(doc, path, 'get').parameters as Json[])
+          .filter((parameter) => parameter.in === 'query')
+          .map((parameter) => [String(parameter.name), parameter] as const),
+      );
+    const listing = queryOf('/users');
+    const stream = queryOf('/users/events');
+    const listingOnly = ['sort', 'limit', 'cursor', 'fields', 'after'];
+    const filters = [...listing.keys()].filter((name) => !listingOnly.includes(name));
+    assert.ok(filters.includes('city') && filters.includes('age.gte') && filters.includes('q'));
+    assert.deepEqual([...stream.keys()].sort(), [...filters, 'after'].sort());
+    for (const name of filters) assert.deepEqual(stream.get(name), listing.get(name), name);
+    assert.match(String(stream.get('after')?.description), /id of the last event received/);
+    assert.match(String(operation(doc, '/users/events', 'get').description), /user\.left/);
+  });
+
   it('names its components, gives every operation its own operationId, and has servers and a license', () => {
     const schemas = objectAt(objectAt(doc, 'components', 'components'), 'schemas', 'components.schemas');
     for (const name of ['User', 'Users', 'Problem', 'Home']) objectAt(schemas, name, `components.schemas.${name}`);

@@ -687,6 +687,55 @@ for (const backend of persistent) {
       assert.ok(bytes.includes('Corrected'), 'the check can see a stored value');
     });
 
+    it('the change log keeps an update’s record as it was (committed and read back alike); creations, deletions and older rows keep none', async () => {
+      const url = await backend.fresh();
+      const store = await openUrl(url);
+      try {
+        const committed: Commit[] = [];
+        store.onCommit((commit) => committed.push(commit));
+        const created = await store.create({ name: 'Ada', age: 36, city: 'London' });
+        await sleep(3);
+        const updated = await store.update(created.id, { city: 'Paris' });
+        assert.ok(updated.ok);
+        assert.ok((await store.remove(created.id)).ok);
+        const log = (await store.changes(0, 10)).changes;
+        assert.deepEqual(
+          log,
+          committed.flatMap((commit) => commit.changes),
+          'the log reads back what was committed',
+        );
+        const cases = [
+          { kind: 'created', user: created, before: undefined },
+          { kind: 'updated', user: updated.user, before: created },
+          { kind: 'deleted', user: updated.user, before: undefined },
+        ];
+        for (const [i, expected] of cases.entries()) {
+          const change = log[i];
+          assert.equal(change?.kind, expected.kind);
+          assert.deepEqual(change.user, expected.user, `${expected.kind}: the record`);
+          assert.deepEqual(change.before, expected.before, `${expected.kind}: the record before`);
+        }
+      } finally {
+        await store.close();
+      }
+      // An update logged before migration 10 has no before-state: it reads as none, not as a record.
+      await runSql(url, {
+        sqlite:
+          'UPDATE changes SET before_name = NULL, before_age = NULL, before_city = NULL, before_updated_at = NULL',
+        postgres:
+          'UPDATE changes SET before_name = NULL, before_age = NULL, before_city = NULL, before_updated_at = NULL',
+      });
+      const reopened = await openUrl(url);
+      try {
+        const updated = (await reopened.changes(0, 10)).changes[1];
+        assert.equal(updated?.kind, 'updated');
+        assert.equal(updated.before, undefined);
+        assert.equal(Object.hasOwn(updated, 'before'), false);
+      } finally {
+        await reopened.close();
+      }
+    });
+
     it('refuses a database whose schema is newer than this service knows', async () => {
       const url = await backend.fresh();
       await (await openUrl(url)).close();

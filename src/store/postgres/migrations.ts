@@ -220,6 +220,18 @@ const MIGRATIONS: readonly PostgresMigration[] = [
     // code point, as the query groups), not the rows. users_city stays for sorts by (city, id).
     sql: 'CREATE INDEX users_city_age ON users (city COLLATE "C", age)',
   },
+  {
+    version: 10,
+    name: 'change log: the record before an update',
+    // As SQLite's migration 10: an update's row keeps the record as it was (its own fields and
+    // updatedAt); NULL for creations and deletions, and for the updates logged before it.
+    sql: `
+      ALTER TABLE changes ADD COLUMN before_name TEXT,
+        ADD COLUMN before_age SMALLINT,
+        ADD COLUMN before_city TEXT,
+        ADD COLUMN before_updated_at TIMESTAMPTZ;
+    `,
+  },
 ];
 
 /** Any fixed number works; it only has to be the same in every instance of the service. */

@@ -1,6 +1,16 @@
 import type { Pool, PoolClient, QueryConfig } from 'pg';
 import { FIELDS, RECORD_FIELDS } from '../../record/fields.ts';
-import { CHANGE_COLUMNS, USER_COLUMNS, userReader, type UserRow, WRITTEN_COLUMNS, writtenValues } from '../columns.ts';
+import {
+  BEFORE_COLUMNS,
+  beforeOf,
+  beforeValues,
+  CHANGE_COLUMNS,
+  USER_COLUMNS,
+  userReader,
+  type UserRow,
+  WRITTEN_COLUMNS,
+  writtenValues,
+} from '../columns.ts';
 import { type Change, type ChangeKind, IDEMPOTENCY_KEY_TTL_MS } from '../store.ts';
 import { batchIds, keyRow } from '../keys.ts';
 import type { HookRow, Step } from '../write-rules.ts';
@@ -130,12 +140,11 @@ export type ChangeRow = UserRow & {
 };
 
 export function toChange(row: ChangeRow): Change {
-  return {
-    version: Number(row.version),
-    kind: row.kind,
-    user: toUser({ ...row, version: row.record_version }),
-    at: row.at,
-  };
+  const user = toUser({ ...row, version: row.record_version });
+  const change: Change = { version: Number(row.version), kind: row.kind, user, at: row.at };
+  const before = row.kind === 'updated' ? beforeOf(row, user, (value) => value as Date) : undefined;
+  if (before !== undefined) change.before = before;
+  return change;
 }
 
 /** The PostgreSQL types of CHANGE_COLUMNS, in order. */
@@ -148,13 +157,17 @@ const CHANGE_TYPES = [
   'timestamptz',
   'integer',
   'timestamptz',
+  // BEFORE_COLUMNS: the record's own columns, then its updatedAt.
+  ...RECORD_TYPES,
+  'timestamptz',
 ];
-const LOG_CHANGES = `INSERT INTO changes (${CHANGE_COLUMNS.join(', ')})
+const LOG_CHANGES = `INSERT INTO changes (${[...CHANGE_COLUMNS, ...BEFORE_COLUMNS].join(', ')})
            SELECT * FROM unnest(${CHANGE_TYPES.map((type, i) => `$${i + 1}::${type}[]`).join(', ')})`;
 
 /** Adds a transaction's changes to the log, in one statement. */
 export function logChanges(changes: readonly Change[]): QueryConfig {
   const column = <T>(pick: (change: Change) => T) => changes.map(pick);
+  const befores = changes.map((c) => beforeValues(c.before, (date) => date));
   return {
     name: 'changes-log',
     text: LOG_CHANGES,
@@ -167,6 +180,7 @@ export function logChanges(changes: readonly Change[]): QueryConfig {
       column((c) => c.user.updatedAt),
       column((c) => c.user.version),
       column((c) => c.at),
+      ...BEFORE_COLUMNS.map((_, i) => befores.map((values) => values[i])),
     ],
   };
 }

@@ -155,6 +155,19 @@ const MIGRATIONS: readonly Migration[] = [
     // listing sorted by city pages by (city, id), which this index does not hold in that order.
     sql: 'CREATE INDEX users_city_age ON users (city, age)',
   },
+  {
+    version: 10,
+    name: 'change log: the record before an update',
+    // An update's row keeps the record as it was too (its own fields and updatedAt, in ms), so a
+    // filtered stream can tell a record that left its view. NULL for creations and deletions, and
+    // for the updates logged before this migration.
+    sql: `
+      ALTER TABLE changes ADD COLUMN before_name TEXT;
+      ALTER TABLE changes ADD COLUMN before_age INTEGER;
+      ALTER TABLE changes ADD COLUMN before_city TEXT;
+      ALTER TABLE changes ADD COLUMN before_updated_at INTEGER;
+    `,
+  },
 ];
 
 /**

@@ -2,6 +2,9 @@ import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import { RECORD_FIELDS } from '../../record/fields.ts';
 import {
+  BEFORE_COLUMNS,
+  beforeOf,
+  beforeValues,
   CHANGE_COLUMNS,
   FOLDED_COLUMNS,
   placeholders,
@@ -40,13 +43,14 @@ type ChangeRow = UserRow & {
   at: number;
 };
 
+const msTime = (value: unknown) => new Date(value as number);
+
 function toChange(row: ChangeRow): Change {
-  return {
-    version: row.version,
-    kind: row.kind,
-    user: toUser({ ...row, version: row.record_version }),
-    at: new Date(row.at),
-  };
+  const user = toUser({ ...row, version: row.record_version });
+  const change: Change = { version: row.version, kind: row.kind, user, at: new Date(row.at) };
+  const before = row.kind === 'updated' ? beforeOf(row, user, msTime) : undefined;
+  if (before !== undefined) change.before = before;
+  return change;
 }
 
 /** Search by trigram index from three characters; shorter text is looked for row by row. */
@@ -317,7 +321,8 @@ export class WriteStatements {
   constructor(db: Database.Database) {
     this.reads = new ReadStatements(db);
     this.#logChange = db.prepare(
-      `INSERT INTO changes (${CHANGE_COLUMNS.join(', ')}) VALUES (${placeholders(CHANGE_COLUMNS.length)})`,
+      `INSERT INTO changes (${[...CHANGE_COLUMNS, ...BEFORE_COLUMNS].join(', ')})
+       VALUES (${placeholders(CHANGE_COLUMNS.length + BEFORE_COLUMNS.length)})`,
     );
     this.#hookCreate = db.prepare(
       'INSERT INTO webhook_cursors (url, version) SELECT ?, version FROM store_version WHERE true ON CONFLICT DO NOTHING',
@@ -358,7 +363,7 @@ export class WriteStatements {
 
   /** Adds one change to the log, in the transaction that made it. */
   logChange(change: Change): void {
-    const { version, kind, user, at } = change;
+    const { version, kind, user, at, before } = change;
     this.#logChange.run(
       version,
       kind,
@@ -368,6 +373,7 @@ export class WriteStatements {
       user.updatedAt.getTime(),
       user.version,
       at.getTime(),
+      ...beforeValues(before, (date) => date.getTime()),
     );
   }
 
