@@ -461,7 +461,7 @@ for (const backend of persistent) {
       const created = await Promise.all(stores.map((store, i) => store.create({ name: `n${i}`, age: i, city: 'c' })));
       assert.equal(new Set(created.map((user) => user.id)).size, stores.length);
       for (const store of stores) await store.close();
-      assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     });
 
     it('two stores on one database changing the same records in opposite orders both succeed', async () => {
@@ -518,11 +518,11 @@ for (const backend of persistent) {
       // Migration 8 changes the same table: a database without 3 and 4 has not had it either.
       const drop = 'DROP TABLE idempotency_keys; DELETE FROM schema_migrations WHERE version IN (3, 4, 8)';
       await runSql(url, { sqlite: drop, postgres: drop });
-      assert.deepEqual(await migrationVersions(url), [1, 2, 5, 6, 7, 9]);
+      assert.deepEqual(await migrationVersions(url), [1, 2, 5, 6, 7, 9, 10]);
 
       const upgraded = await openUrl(url);
       try {
-        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
         assert.deepEqual(await upgraded.list({}), [ada]);
         const first = await upgraded.createOnce(ada, { key: 'k', fingerprint: 'f' });
         assert.ok(first.ok && !first.replayed);
@@ -544,10 +544,10 @@ for (const backend of persistent) {
       await store.close();
       const drop = 'DROP INDEX users_city_age; DELETE FROM schema_migrations WHERE version = 9';
       await runSql(url, { sqlite: drop, postgres: drop });
-      assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8]);
+      assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 10]);
       const upgraded = await openUrl(url);
       try {
-        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
         const check = {
           // Fails (malformed JSON, division by zero) unless the index is there.
           sqlite: "SELECT json(iif(count(*) = 1, '1', 'none')) FROM sqlite_master WHERE name = 'users_city_age'",
@@ -585,7 +585,7 @@ for (const backend of persistent) {
       });
       const upgraded = await openUrl(url);
       try {
-        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
         assert.deepEqual(await upgraded.createOnce(ada, { key: 'k', fingerprint: 'f' }), {
           ok: true,
           user: ada,
@@ -609,7 +609,7 @@ for (const backend of persistent) {
       await runSql(url, { sqlite: `${old}; ${forget}`, postgres: `${old}; ${forget}` });
       const upgraded = await openUrl(url);
       try {
-        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert.deepEqual(await migrationVersions(url), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
         assert.deepEqual(await upgraded.list({ search: 'ΣΆΜΟΣ' }), [samos]);
         assert.deepEqual(await upgraded.list({ search: 'kırık' }), [samos]);
         assert.deepEqual(await upgraded.list({ search: 'kirik' }), []);
