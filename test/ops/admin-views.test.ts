@@ -150,7 +150,14 @@ for (const backend of BACKENDS) {
       const confirmation = page.locator('.confirmation');
       /** The confirmation says `text`, in sight (not a hidden live region), inside the window. */
       const confirms = async (text: RegExp) => {
-        await confirmation.getByText(text).waitFor({ timeout: WAIT_MS });
+        await confirmation
+          .getByText(text)
+          .waitFor({ timeout: WAIT_MS })
+          .catch(async (error: Error) => {
+            // What the page said instead: a failure then names its cause (seen once in CI, not here).
+            const said = await page.locator('.confirmation, [role="alert"], .error, .notice').allTextContents();
+            throw new Error(`${error.message.split('\n')[0]}; the page said instead: ${JSON.stringify(said)}`);
+          });
         assert.ok(await confirmation.isVisible(), `"${text.source}" is not visible`);
         const box = await confirmation.boundingBox();
         const size = page.viewportSize();
