@@ -185,7 +185,10 @@ describe('the event stream through a proxy', () => {
         });
         await new Promise((resolve) => setTimeout(resolve, 200));
         assert.equal((await get('/users?name=Ann&age=30&city=Oslo', 'POST')).status, 200);
-        assert.ok(await waitFor(() => stream.createdNames.includes('Ann'), 60_000), 'the event did not come through');
+        assert.ok(
+          await waitFor(() => stream.createdNames.includes('Ann'), 60_000),
+          `the event did not come through (stream: ${stream.reconnects} reconnects, failures ${JSON.stringify(stream.failures)})`,
+        );
         assert.equal(stream.reconnects, 0, 'the stream was ended');
         stream.stop();
 

@@ -418,6 +418,34 @@ for (const backend of persistent) {
       }
     });
 
+    it("wakes a watcher for another process's commit that lands before the watch's first look", async () => {
+      const url = await backend.fresh();
+      const watched = await openUrl(url);
+      const other = await openUrl(url);
+      try {
+        let woken = 0;
+        const stop = watched.watch(() => woken++);
+        if (backend.name === 'sqlite') {
+          // Another process's commit as the watch sees it, the change version moved, made here before
+          // this thread's event loop turns again: the watch's first look can only come after it.
+          const file = openBetterSqlite(url);
+          try {
+            file.prepare('UPDATE store_version SET version = version + 1').run();
+          } finally {
+            file.close();
+          }
+        } else {
+          await other.create({ name: 'Early', age: 1, city: 'Away' });
+        }
+        for (let i = 0; i < 200 && woken === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+        assert.ok(woken > 0, 'no wake for the commit');
+        stop();
+      } finally {
+        await other.close();
+        await watched.close();
+      }
+    });
+
     it('reopening keeps the data and the id sequence', async () => {
       const url = await backend.fresh();
       const store = await openUrl(url);

@@ -288,11 +288,14 @@ export class SqliteStore implements UserStore {
 
   #watch(wake: () => void): () => void {
     // Another process's commit shows only in the file: its change version is read a few times a second.
+    // The first look wakes too: a commit between the watcher's own last read and this look (a
+    // moment, or seconds on a busy machine) has nothing earlier to differ from, and would otherwise
+    // wait unseen for the next one. PostgreSQL's watch wakes once it LISTENs, for the same reason.
     let seen: number | undefined;
     const timer = setInterval(() => {
       this.version().then(
         (version) => {
-          if (seen !== undefined && version !== seen) wake();
+          if (version !== seen) wake();
           seen = version;
         },
         () => undefined,
