@@ -4,7 +4,7 @@
 // The PostgreSQL half needs a server: TEST_DATABASE_URL if given, else a throwaway cluster started
 // here from the local PostgreSQL binaries and removed after. Without either, that half is skipped
 // and says so; with TEST_POSTGRES_REQUIRED=1 (as in CI) it fails instead.
-import { execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { hideCredentials } from '../src/config/load.ts';
@@ -52,7 +52,7 @@ if (postgres !== undefined) {
 
 // Test files run side by side: most of their time is spent waiting on child processes, sockets and
 // timers, not on a core, so four at a time finish sooner even on two cores. TEST_CONCURRENCY=1
-// runs them one by one.
+// runs them one by one; TEST_BY_FILE=1 runs each in a runner of its own and prints what each cost.
 const CONCURRENCY = Number(process.env.TEST_CONCURRENCY ?? 4);
 
 // Before any test file runs, so that no test's schema holds pg_trgm (test/helpers/backends.ts).
@@ -80,20 +80,68 @@ execFileSync(process.execPath, ['scripts/build.mjs', cliBundle, 'src/cli.ts'], {
 // test/helpers/built-threads.ts first.
 const tests = await buildTests(files, '.tmp/test-run/tests', 'test/helpers/built-threads.ts');
 
-const child = spawn(process.execPath, ['--test', `--test-concurrency=${CONCURRENCY}`, ...tests], {
-  stdio: 'inherit',
-  env: {
-    ...process.env,
-    TEST_SERVER_BUNDLE: bundle,
-    TEST_CLI_BUNDLE: cliBundle,
-    ...(postgres === undefined ? {} : { TEST_DATABASE_URL: postgres }),
-  },
-});
-const code = await new Promise<number>((resolve) => child.once('exit', (status) => resolve(status ?? 1)));
+const testEnv = {
+  ...process.env,
+  TEST_SERVER_BUNDLE: bundle,
+  TEST_CLI_BUNDLE: cliBundle,
+  ...(postgres === undefined ? {} : { TEST_DATABASE_URL: postgres }),
+};
+const code =
+  process.env.TEST_BY_FILE === '1'
+    ? await byFile(tests)
+    : await exitOf(
+        spawn(process.execPath, ['--test', `--test-concurrency=${CONCURRENCY}`, ...tests], {
+          stdio: 'inherit',
+          env: testEnv,
+        }),
+      );
 await stopCluster();
 console.log(`PostgreSQL half: ${postgres === undefined ? 'SKIPPED (see the first line)' : 'ran'}`);
 console.log(timeTaken());
 process.exit(code);
+
+function exitOf(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => child.once('exit', (status) => resolve(status ?? 1)));
+}
+
+/**
+ * TEST_BY_FILE=1: each test file in a runner process of its own, CONCURRENCY at a time, its output
+ * kept and shown only when it fails; then a table of each file's wall time and the CPU of its
+ * process and every process it waited for (GNU time's), the costliest first: where the time goes.
+ */
+async function byFile(tests: readonly string[]): Promise<number> {
+  const measured: Array<{ file: string; wall: number; cpu: number; code: number }> = [];
+  const queue = [...tests];
+  const one = async (test: string) => {
+    const times = `${test}.time`;
+    const started = Date.now();
+    const child = spawn('/usr/bin/time', ['-f', '%U %S', '-o', times, process.execPath, '--test', test], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: testEnv,
+    });
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const status = await exitOf(child);
+    const [user = 0, system = 0] = readFileSync(times, 'utf8').trim().split('\n').at(-1)?.split(' ').map(Number) ?? [];
+    const file = test.replace(/^.*\/tests\//, '').replace(/\.mjs$/, '.ts');
+    measured.push({ file, wall: (Date.now() - started) / 1000, cpu: user + system, code: status });
+    console.log(`${status === 0 ? 'ok' : 'FAILED'} ${file}`);
+    if (status !== 0) console.log(output);
+  };
+  const worker = async () => {
+    for (let test = queue.shift(); test !== undefined; test = queue.shift()) await one(test);
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  measured.sort((a, b) => b.cpu - a.cpu);
+  console.log('\n  CPU s   wall s  file');
+  for (const { file, wall, cpu, code } of measured) {
+    console.log(
+      `${cpu.toFixed(1).padStart(7)}  ${wall.toFixed(1).padStart(7)}  ${file}${code === 0 ? '' : '  FAILED'}`,
+    );
+  }
+  return measured.some((entry) => entry.code !== 0) ? 1 : 0;
+}
 
 /**
  * The run's wall time and the CPU time of this process and every process it waited for (the test

@@ -172,6 +172,8 @@ for (const backend of BACKENDS) {
       const id = Number(/#(\d+)/.exec((await confirmation.locator('p').textContent()) ?? '')?.[1]);
 
       await page.getByRole('button', { name: `Edit record ${id}, Dorothy Vaughan` }).click();
+      // The form is the record's once it is read: typing before that would be replaced by what was read.
+      await page.getByRole('heading', { name: `Edit record #${id}` }).waitFor({ timeout: WAIT_MS });
       await page.getByLabel('City', { exact: true }).fill('Hampton');
       await page.getByRole('button', { name: 'Save changes' }).click();
       await confirms(new RegExp(`^Saved record #${id}, Dorothy Vaughan\\.$`));
