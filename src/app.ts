@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { ChangeFeed } from './changes/feed.ts';
 import { EVENT_RULES } from './changes/schemas.ts';
 import { registerEventStream } from './changes/stream.ts';
+import { webhookTargets } from './changes/webhook-filter.ts';
 import { WebhookDeliveries } from './changes/webhooks.ts';
 import type { Config } from './config/load.ts';
 import { authenticator } from './http/auth.ts';
@@ -179,7 +180,7 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   if (config.webhookUrls.length > 0 && config.webhookSecret !== undefined) {
     const webhooks = new WebhookDeliveries(
       store,
-      { urls: config.webhookUrls, secret: config.webhookSecret, timeoutMs: config.webhookTimeoutMs },
+      { targets: webhookTargets(config.webhookUrls), secret: config.webhookSecret, timeoutMs: config.webhookTimeoutMs },
       app.log,
       metrics.changes.webhooks,
       deps.tracing?.deliveries,

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { REPLACE_MESSAGE, runPrimary } from './cluster.ts';
 import { helpText } from './config/help.ts';
+import { webhookTargets } from './changes/webhook-filter.ts';
 import { type Config, ConfigError, loadConfig } from './config/load.ts';
 import { VERSION } from './config/version.ts';
 import { exposureWarning } from './ops/exposure.ts';
@@ -143,6 +144,8 @@ async function main(argv: string[], usage: string, env: NodeJS.ProcessEnv): Prom
   if (argv.includes('--help')) return void process.stdout.write(helpText(usage));
   if (argv.includes('--version')) return void process.stdout.write(`${VERSION}\n`);
   const config = loadConfig(env, argv);
+  // A webhook's filter is checked by the event stream's rules, before anything starts.
+  webhookTargets(config.webhookUrls);
   // Before the database is opened (and perhaps created and migrated): a port in use stops the start
   // with nothing left behind.
   await checkPort(config);

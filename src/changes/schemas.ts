@@ -23,10 +23,15 @@ export const LISTING_ONLY = {
   fields: `is for GET /users: an event carries the record's ${fieldList(EVENT_FIELDS, 'and')}`,
 } as const;
 
-/** The listing's filters (exact values, ranges, `q`), with the listing's own schemas: what a stream may follow. */
-const Filters = Type.Omit(ListQuery, ['sort', 'limit', 'cursor', 'fields', 'after'] satisfies Array<
-  keyof typeof LISTING_ONLY | 'after'
->);
+/**
+ * The listing's filters (exact values, ranges, `q`), with the listing's own schemas: what a stream
+ * may follow, and a webhook (after the `#` of its URL).
+ */
+export const Filters = Type.Omit(
+  ListQuery,
+  ['sort', 'limit', 'cursor', 'fields', 'after'] satisfies Array<keyof typeof LISTING_ONLY | 'after'>,
+  { additionalProperties: false, 'x-refused': LISTING_ONLY },
+);
 
 /** GET /users/events: where to resume, and which records to follow (the listing's filters). */
 export const EventsQuery = Type.Object(

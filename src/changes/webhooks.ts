@@ -4,7 +4,8 @@ import { setTimeout as wait } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import { VERSION } from '../config/version.ts';
 import type { Change, HookCursor, HookFailure, UserStore } from '../store/store.ts';
-import { eventJson } from './event.ts';
+import { eventJson, eventType } from './event.ts';
+import type { WebhookTarget } from './webhook-filter.ts';
 
 /** A delivery is retried for this long after its change was committed, then given up on. */
 export const WEBHOOK_RETRY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -24,7 +25,8 @@ const FIRST_BACKOFF_MS = 500;
 const MAX_BACKOFF_MS = 10 * 60 * 1000;
 
 export interface WebhookOptions {
-  urls: readonly string[];
+  /** The receivers, each with the changes it is sent (webhook-filter.ts). */
+  targets: readonly WebhookTarget[];
   /** The signing key's bytes (WEBHOOK_SECRET without `whsec_`, decoded). */
   secret: Buffer;
   timeoutMs: number;
@@ -103,7 +105,7 @@ export class WebhookDeliveries {
   start(): void {
     // Other processes' commits too (PostgreSQL's notifications, SQLite's change version).
     this.#stopWatch = this.#store.watch(() => this.wake());
-    this.#running = this.#options.urls.map((url) => this.#serve(url));
+    this.#running = this.#options.targets.map((target) => this.#serve(target));
   }
 
   /** New changes may be in the log (a commit here, or another process's). */
@@ -133,7 +135,8 @@ export class WebhookDeliveries {
     });
   }
 
-  async #serve(url: string): Promise<void> {
+  async #serve(target: WebhookTarget): Promise<void> {
+    const { url } = target;
     const signal = this.#stop.signal;
     while (!signal.aborted) {
       let cursor: HookCursor | undefined;
@@ -146,7 +149,7 @@ export class WebhookDeliveries {
         await this.#idle(CLAIM_INTERVAL_MS);
         continue;
       }
-      await new Delivery(url, cursor, {
+      await new Delivery(target, cursor, {
         owner: this.#owner,
         store: this.#store,
         options: this.#options,
@@ -176,6 +179,7 @@ interface DeliveryContext {
 /** One process's turn at delivering to one URL: from the claimed cursor until the lease is lost or the service stops. */
 class Delivery {
   readonly #url: string;
+  readonly #target: WebhookTarget;
   readonly #owner: string;
   readonly #store: UserStore;
   readonly #options: WebhookOptions;
@@ -194,8 +198,9 @@ class Delivery {
   #failures: HookFailure[] = [];
   #held = true;
 
-  constructor(url: string, cursor: HookCursor, context: DeliveryContext) {
-    this.#url = url;
+  constructor(target: WebhookTarget, cursor: HookCursor, context: DeliveryContext) {
+    this.#url = target.url;
+    this.#target = target;
     this.#history = cursor.history;
     this.#cursor = cursor.version;
     this.#saved = cursor.version;
@@ -282,9 +287,15 @@ class Delivery {
       );
   }
 
-  /** Delivers one change, retrying; false when the turn ended first (stop, or the lease lost). */
+  /**
+   * Delivers one change, retrying; false when the turn ended first (stop, or the lease lost). A
+   * change a filtered receiver is not sent (its record matched neither before nor after) is passed.
+   */
   async #deliver(change: Change): Promise<boolean> {
-    const body = eventJson(change);
+    const view = this.#target.view;
+    const type = view === undefined ? eventType(change) : view.typeOf(change);
+    if (type === undefined) return true;
+    const body = eventJson(change, type);
     const id = webhookId(change);
     for (let attempt = 1; ; attempt++) {
       if (this.#signal.aborted || !this.#held) return false;
@@ -325,9 +336,9 @@ class Delivery {
 
   /** One POST; undefined when the receiver took it (2xx), else why not. */
   async #attempt(id: string, body: string, attempt: number): Promise<string | undefined> {
-    const span = this.#tracing?.attempt(this.#url, id, attempt);
+    const span = this.#tracing?.attempt(this.#target.endpoint, id, attempt);
     try {
-      const response = await fetch(this.#url, {
+      const response = await fetch(this.#target.endpoint, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',

@@ -289,7 +289,7 @@ export const SETTINGS = {
     unset: [] as readonly string[],
     // A receiver's URL may carry a secret path: never echoed in a message.
     secret: true,
-    help: 'receivers of every change, POSTed as signed Standard Webhooks, in order and at least once per URL; needs `WEBHOOK_SECRET`. See [changes.md](changes.md)',
+    help: "receivers of every change, POSTed as signed Standard Webhooks, in order and at least once per URL; needs `WEBHOOK_SECRET`. After a URL's `#`, the listing's filters (`https://hooks.example/in#city=Paris`) send it only the changes of matching records. See [changes.md](changes.md#webhooks)",
   }),
   webhookSecret: setting<Buffer | undefined>({
     env: 'WEBHOOK_SECRET',

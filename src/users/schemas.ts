@@ -26,8 +26,22 @@ type Each<T> = { [F in RecordField]: T };
 const each = <T>(make: (field: RecordField) => T): Each<T> =>
   Object.fromEntries(RECORD_FIELDS.map((field) => [field, make(field)])) as Each<T>;
 
+const ID_RULE = 'a whole number (an id)';
+const TIME_RULE = 'an RFC 3339 date and time, such as 2026-01-31T12:00:00Z';
+
+/** `age.gte` and the other bounds: each must be what its field is (an id, a date and time). */
+function boundRules(): Record<string, string> {
+  const rules: Record<string, string> = {};
+  for (const field of RANGE_FIELDS) {
+    const rule = field === 'id' ? ID_RULE : field === 'createdAt' || field === 'updatedAt' ? TIME_RULE : ruleOf(field);
+    for (const op of ['gt', 'gte', 'lt', 'lte']) rules[`${field}.${op}`] = rule;
+  }
+  return rules;
+}
+
 /** What each parameter must be; used both in the OpenAPI descriptions and in error details. */
 export const RULES = {
+  ...boundRules(),
   ...each(ruleOf),
   fields: `a comma-separated list of: ${ALL_FIELDS.join(', ')}`,
   limit: 'a whole number from 1 to 1000',
@@ -36,8 +50,8 @@ export const RULES = {
   q: 'text of 1 to 200 characters with no control characters',
   group: `one of: ${GROUP_FIELDS.join(', ')}`,
   cursor: 'the cursor of a Link to the next page, as given',
-  id: 'a whole number (an id)',
-  time: 'an RFC 3339 date and time, such as 2026-01-31T12:00:00Z',
+  id: ID_RULE,
+  time: TIME_RULE,
 } as const;
 
 const FIELD_ALTERNATIVES = `(?:${ALL_FIELDS.join('|')})`;

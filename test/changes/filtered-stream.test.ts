@@ -1,10 +1,16 @@
 import assert from 'node:assert/strict';
-import { type ClientRequest, request } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { type ClientRequest, createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { ConfigError } from '../../src/config/load.ts';
 import { EVENT_RULES, LISTING_ONLY } from '../../src/changes/schemas.ts';
+import { webhookTargets } from '../../src/changes/webhook-filter.ts';
 import { ChangeView } from '../../src/changes/view.ts';
 import type { Change, ListFilter, User } from '../../src/store/store.ts';
 import { BACKENDS, type Database } from '../helpers/backends.ts';
+import { runCli } from '../helpers/cli.ts';
 import { call } from '../helpers/http.ts';
 import { type RunningServer, startServer, tempDir } from '../helpers/server.ts';
 import { sseEvents } from '../helpers/sse.ts';
@@ -107,6 +113,47 @@ async function listed(url: string, filter: string): Promise<Map<number, string>>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A webhook receiver: each delivery verified (standardwebhooks), kept once per webhook-id, by the path it came to. */
+async function startReceiver() {
+  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  const verifier = new Webhook(secret);
+  const byPath = new Map<string, Seen[]>();
+  const seen = new Set<string>();
+  const invalid: string[] = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+    req.on('end', () => {
+      try {
+        const event = verifier.verify(body, req.headers as Record<string, string>) as { type: string; data: Shown };
+        const id = String(req.headers['webhook-id']);
+        const path = req.url ?? '';
+        if (!seen.has(`${path} ${id}`)) {
+          seen.add(`${path} ${id}`);
+          const list = byPath.get(path) ?? [];
+          list.push({ id: Number(id.replace('msg_', '')), type: event.type, data: event.data });
+          byPath.set(path, list);
+        }
+        res.writeHead(204).end();
+      } catch (error) {
+        invalid.push((error as Error).message);
+        res.writeHead(400).end();
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    secret,
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    byPath,
+    invalid,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Filters given to webhooks at the start (each after the `#` of a URL of its own): those that name no moment of the run. */
+const HOOK_FILTERS = ['city=Paris', 'age.gt=45&age.lte=99', 'q=ss', 'id.lte=3&city=Rome', 'city=Paris&age.gte=18&q=a'];
+
 /** A write of the script: what it sends, and which record (by its seed or script name) it changes. */
 type Write =
   | { op: 'create'; as: string; name: string; age: string; city: string }
@@ -205,11 +252,17 @@ for (const backend of BACKENDS) {
     };
     const matching = async (filter: string) => new Set((await listed(server.url, filter)).keys());
 
+    let receiver: Awaited<ReturnType<typeof startReceiver>>;
+
     before(async () => {
       if (backend.name === 'postgresql') database = await backend.fresh();
+      receiver = await startReceiver();
       server = await startServer({
         DATABASE_URL: database?.url ?? `${dir.dir}/users.db`,
         EVENTS_HEARTBEAT_MS: '1000',
+        // The same filters as webhooks, each to a path of its own, and one webhook of every change.
+        WEBHOOK_URLS: [`${receiver.base}/all`, ...HOOK_FILTERS.map((f, i) => `${receiver.base}/f${i}#${f}`)].join(','),
+        WEBHOOK_SECRET: receiver.secret,
       });
       for (const write of SEED) await apply(write);
       seedVersion = version;
@@ -244,6 +297,7 @@ for (const backend of BACKENDS) {
     after(async () => {
       for (const follower of [...live.values(), unfiltered, resumed]) follower?.close();
       await server?.stop();
+      await receiver?.close();
       await database?.drop();
       dir.cleanup();
     });
@@ -287,6 +341,32 @@ for (const backend of BACKENDS) {
       }
       // The script exercises every kind of event somewhere.
       assert.deepEqual([...kinds].sort(), ['user.created', 'user.deleted', 'user.left', 'user.updated']);
+    });
+
+    it("a webhook with a filter after its URL's # is sent what a stream with that filter is, and no other change", async () => {
+      const script = (path: string) => (receiver.byPath.get(path) ?? []).filter((event) => event.id > seedVersion);
+      // Every change of the script to the webhook of all changes; each filtered one its view's (by
+      // count first: one sent more, or other changes, fails the comparison that follows).
+      await until(
+        () => script('/all').length === done.length,
+        () => `/all: ${script('/all').length} of ${done.length}`,
+      );
+      for (const [i, filter] of HOOK_FILTERS.entries()) {
+        const want = expected(filter);
+        await until(
+          () => script(`/f${i}`).length >= want.length,
+          () => `${filter}: ${script(`/f${i}`).length} of ${want.length}`,
+        );
+        assert.deepEqual(script(`/f${i}`), want, filter);
+      }
+      assert.deepEqual(
+        script('/all').map((event) => [event.id, event.type]),
+        done.map((write) => [write.version, `user.${write.op}d`]),
+      );
+      assert.deepEqual(receiver.invalid, [], 'every delivery verified');
+      // The filters see every kind of event between them, user.left included.
+      const kinds = new Set(HOOK_FILTERS.flatMap((filter) => expected(filter).map((event) => event.type)));
+      assert.ok(kinds.has('user.left') && kinds.has('user.created') && kinds.has('user.deleted'), [...kinds].join());
     });
 
     it('an unfiltered stream is as before: every change in order, no user.left, no id without an event', () => {
@@ -501,6 +581,70 @@ describe('filtered event stream: bad parameters', () => {
       } else assert.deepEqual(stream.json.errors, errors);
     });
   }
+});
+
+describe("a webhook's filter (WEBHOOK_URLS, after a URL's #)", () => {
+  it('gives each URL its view and posts to it without the # part; none for a URL without one', () => {
+    const [all, paris, empty] = webhookTargets([
+      'https://hooks.example/all',
+      'https://hooks.example/paris?token=1#city=Paris&age.gte=18',
+      'https://hooks.example/empty#',
+    ]);
+    assert.deepEqual(all, { url: 'https://hooks.example/all', endpoint: 'https://hooks.example/all', view: undefined });
+    assert.equal(paris?.endpoint, 'https://hooks.example/paris?token=1');
+    assert.equal(paris?.url, 'https://hooks.example/paris?token=1#city=Paris&age.gte=18');
+    assert.ok(paris?.view instanceof ChangeView);
+    assert.equal(empty?.view, undefined);
+  });
+
+  it("refuses, by the event stream's rules, every bad filter at once, naming its URL", () => {
+    assert.throws(
+      () =>
+        webhookTargets([
+          'https://a.example/#age.gte=old',
+          'https://b.example/#sort=name',
+          'https://c.example/#colour=red',
+          'https://d.example/#createdAt.lt=2026-02-30T00:00:00Z',
+        ]),
+      (error: Error) => {
+        assert.ok(error instanceof ConfigError);
+        assert.match(
+          error.message,
+          /WEBHOOK_URLS: the filter of URL 1 \(#age\.gte=old\): age\.gte must be a whole number/,
+        );
+        assert.ok(!error.message.includes('example'), 'a URL may hold a secret path: never shown');
+        assert.ok(error.message.includes(`URL 2 (#sort=name): sort ${LISTING_ONLY.sort}`), error.message);
+        assert.match(error.message, /URL 3 \(#colour=red\): colour is not a known parameter/);
+        assert.match(
+          error.message,
+          /URL 4 \(#createdAt\.lt=2026-02-30T00:00:00Z\): createdAt\.lt must be a date and time that exists/,
+        );
+        return true;
+      },
+    );
+  });
+
+  it('stops the service from starting (exit 2, the reason in one line)', async () => {
+    const dir = tempDir();
+    try {
+      const { code, stderr } = await runCli(['serve'], {
+        env: {
+          DATABASE_URL: `${dir.dir}/users.db`,
+          PORT: '0',
+          WEBHOOK_URLS: 'http://127.0.0.1:9/hook#age=x',
+          WEBHOOK_SECRET: `whsec_${randomBytes(32).toString('base64')}`,
+        },
+        timeoutMs: 30_000,
+      });
+      assert.equal(code, 2, stderr);
+      assert.match(
+        stderr,
+        /^user-records: invalid settings:\n {2}- WEBHOOK_URLS: the filter of URL 1 \(#age=x\): age must be a whole number/,
+      );
+    } finally {
+      dir.cleanup();
+    }
+  });
 });
 
 describe('a view of the changes (view.ts)', () => {
