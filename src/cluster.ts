@@ -20,12 +20,18 @@ const START_TIMEOUT_MS = 60_000;
 export const REPLACE_MESSAGE = 'user-records:replace';
 
 /**
- * The primary process of `WORKERS` > 1: forks the workers, which share the port (the primary hands
- * out connections in turn), replaces a worker that dies, and on SIGTERM/SIGINT stops them all,
+ * The primary process of `WORKERS` > 1: forks the workers, which share the port (each accepts
+ * from it), replaces a worker that dies, and on SIGTERM/SIGINT stops them all,
  * each finishing its requests in flight, then exits 0 if every worker stopped cleanly. A scrape of
  * `/metrics` on any worker is answered with the sum over all of them, gathered here.
  */
 export function runPrimary(config: Readonly<Config>): void {
+  // The workers accept from the shared listening socket themselves. With Node's default on Linux
+  // (the primary accepts and hands each connection to a worker in turn), a worker killed between
+  // the hand-over and its acceptance leaves that connection open in the primary, unanswered and
+  // never closed: the client waits forever. Accepting in the workers, a killed worker's connections
+  // are reset by the kernel, and the client can retry. The kernel shares connections less evenly.
+  cluster.schedulingPolicy = cluster.SCHED_NONE;
   // The same whole-line writer as the workers', so the primary's lines never cut into theirs.
   const log = pino(
     { level: config.logLevel, base: { pid: process.pid, role: 'primary' } },

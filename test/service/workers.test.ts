@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { BACKENDS, type Database } from '../helpers/backends.ts';
 import { call, getOnNewConnection } from '../helpers/http.ts';
@@ -54,6 +56,59 @@ for (const backend of BACKENDS) {
       const replaced = await waitFor(() => pidsLogging(server.logs, 'Server listening at').size === 3, 30_000);
       assert.ok(replaced, 'no new worker started');
       for (let i = 0; i < 10; i++) assert.equal(await getOnNewConnection(server.url, '/healthz'), 200);
+    });
+
+    it('a worker killed during a burst of new connections: each is answered or reset, none left waiting', async () => {
+      /** The primary's open sockets: the listening one, its IPC channels, and any connection it still holds. */
+      const sockets = () =>
+        readdirSync(`/proc/${server.pid}/fd`).filter((fd) => {
+          try {
+            return readlinkSync(`/proc/${server.pid}/fd/${fd}`).startsWith('socket:');
+          } catch {
+            return false; // closed meanwhile
+          }
+        }).length;
+      const { hostname, port } = new URL(server.url);
+      /** One GET on a new connection: `answered`, `reset` (or another error code), or `waiting` after 20 s. */
+      const get = () =>
+        new Promise<string>((resolve) => {
+          const req = request({ host: hostname, port, path: '/healthz', agent: false }, (res) => {
+            res.resume();
+            res.on('end', () => resolve('answered'));
+            res.on('error', () => resolve('reset'));
+          });
+          req.on('error', (error: NodeJS.ErrnoException) =>
+            resolve(error.code === 'ECONNRESET' ? 'reset' : `${error.code}`),
+          );
+          req.setTimeout(20_000, () => {
+            resolve('waiting');
+            req.destroy();
+          });
+          req.end();
+        });
+      const before = sockets();
+      const outcomes: string[] = [];
+      for (let round = 0; round < 3; round++) {
+        const listening = pidsLogging(server.logs, 'Server listening at').size;
+        const workers = readFileSync(`/proc/${server.pid}/task/${server.pid}/children`, 'utf8').trim().split(/\s+/);
+        const burst: Array<Promise<string>> = [];
+        for (let i = 0; i < 40; i++) {
+          burst.push(get());
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          if (i === 15) process.kill(Number(workers[0]), 'SIGKILL');
+        }
+        outcomes.push(...(await Promise.all(burst)));
+        assert.ok(
+          await waitFor(() => pidsLogging(server.logs, 'Server listening at').size === listening + 1, 30_000),
+          'no new worker started',
+        );
+      }
+      assert.deepEqual(
+        outcomes.filter((outcome) => outcome !== 'answered' && outcome !== 'reset'),
+        [],
+        `${outcomes.filter((outcome) => outcome === 'answered').length} answered`,
+      );
+      assert.equal(sockets(), before, 'the primary holds connections no worker will answer');
     });
 
     it('SIGTERM to the primary drains both workers, keeps every answered write and exits 0', async () => {
