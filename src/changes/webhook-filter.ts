@@ -33,7 +33,12 @@ export function webhookTargets(urls: readonly string[]): WebhookTarget[] {
     const hash = url.indexOf('#');
     const endpoint = hash === -1 ? url : url.slice(0, hash);
     const text = hash === -1 ? '' : url.slice(hash + 1);
-    if (text === '') return { url, endpoint, view: undefined };
+    // No filter: named without the `#`, so `url` and `url#` are one receiver (and one cursor).
+    if (text === '') return { url: endpoint, endpoint, view: undefined };
+    if (text.includes('#')) {
+      faults.push(`WEBHOOK_URLS: the filter of URL ${i + 1} (#${text}): holds a second #; write a # in a value as %23`);
+      return { url, endpoint, view: undefined };
+    }
     const query = parseParams(text);
     const found = checkFilters(query);
     try {
@@ -48,6 +53,15 @@ export function webhookTargets(urls: readonly string[]): WebhookTarget[] {
       return { url, endpoint, view: undefined };
     }
   });
+  // The same receiver with the same filter, however spelled (`city=Paris`, `city=%50aris`): it
+  // would be sent every change twice, under two cursors.
+  const seen = new Map<string, number>();
+  for (const [i, target] of targets.entries()) {
+    const key = `${target.endpoint} ${target.view?.key ?? ''}`;
+    const first = seen.get(key);
+    if (first === undefined) seen.set(key, i);
+    else faults.push(`WEBHOOK_URLS: URL ${i + 1} is URL ${first + 1} again, with the same filter`);
+  }
   if (faults.length > 0) throw new ConfigError(`invalid settings:\n  - ${faults.join('\n  - ')}`);
   return targets;
 }

@@ -126,10 +126,13 @@ export function parseHosts(value: string): readonly string[] | Invalid {
  */
 export function parseWebhookUrls(value: string): readonly string[] | Invalid {
   const urls: string[] = [];
-  for (const url of list(value)) {
+  for (const [i, url] of list(value).entries()) {
     const parsed = URL.canParse(url) ? new URL(url) : undefined;
     if (parsed === undefined || !/^https?:$/.test(parsed.protocol) || url.length > 2048) {
-      return new Invalid(`must be comma-separated http:// or https:// URLs, got ${JSON.stringify(url)}`);
+      // By its place, never quoted: a receiver's URL may carry a secret path (a typo in it too).
+      return new Invalid(
+        `must be comma-separated http:// or https:// URLs of at most 2048 characters; URL ${i + 1} is not (not shown: a URL may hold a secret path)`,
+      );
     }
     if (parsed.username !== '' || parsed.password !== '') {
       return new Invalid(

@@ -40,7 +40,8 @@ export function registerBodyParsers(app: FastifyInstance): void {
     if (request.method !== 'POST' || request.routeOptions.url !== '/users') {
       return done(new HttpError('unsupported-media-type', UNSUPPORTED));
     }
-    if (isBlank(body)) return done(null, undefined);
+    // A blank body of this type is a batch of no records (refused as such), not a missing body.
+    if (isBlank(body)) return done(null, []);
     sizes.set(request, body.length);
     let text: string;
     try {

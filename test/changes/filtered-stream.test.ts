@@ -590,11 +590,38 @@ describe("a webhook's filter (WEBHOOK_URLS, after a URL's #)", () => {
       'https://hooks.example/paris?token=1#city=Paris&age.gte=18',
       'https://hooks.example/empty#',
     ]);
+    assert.equal(empty?.url, 'https://hooks.example/empty');
     assert.deepEqual(all, { url: 'https://hooks.example/all', endpoint: 'https://hooks.example/all', view: undefined });
     assert.equal(paris?.endpoint, 'https://hooks.example/paris?token=1');
     assert.equal(paris?.url, 'https://hooks.example/paris?token=1#city=Paris&age.gte=18');
     assert.ok(paris?.view instanceof ChangeView);
     assert.equal(empty?.view, undefined);
+  });
+
+  it('refuses a second #, and the same receiver twice with the same filter however it is spelled', () => {
+    const refused = (urls: string[]) => {
+      try {
+        webhookTargets(urls);
+      } catch (error) {
+        assert.ok(error instanceof ConfigError);
+        return error.message;
+      }
+      return assert.fail(`accepted: ${urls.join(',')}`);
+    };
+    assert.match(refused(['https://a.example/#city=Paris#age=3']), /URL 1 \(#city=Paris#age=3\): holds a second #/);
+    assert.match(refused(['https://a.example/h', 'https://a.example/h#']), /URL 2 is URL 1 again/);
+    assert.match(
+      refused(['https://a.example/h#city=Paris', 'https://a.example/h#city=%50aris']),
+      /URL 2 is URL 1 again, with the same filter/,
+    );
+    // Another filter, or another receiver, is another webhook.
+    assert.equal(webhookTargets(['https://a.example/h#city=Paris', 'https://a.example/h#city=Rome']).length, 2);
+    assert.equal(webhookTargets(['https://a.example/h', 'https://a.example/i']).length, 2);
+    assert.equal(
+      webhookTargets(['https://a.example/h#'])[0]?.url,
+      'https://a.example/h',
+      'no filter: no # in its name',
+    );
   });
 
   it("refuses, by the event stream's rules, every bad filter at once, naming its URL", () => {

@@ -249,6 +249,14 @@ interface InvalidRow {
 }
 
 const invalidRows: InvalidRow[] = [
+  ...['htps://hooks.example/services/T000/s3cret-path', 'ftp://hooks.example/s3cret-path', 's3cret-path'].map(
+    (bad) => ({
+      name: `a webhook URL that is not one is named by its place, not shown (${bad.slice(0, 8)}...)`,
+      env: { WEBHOOK_URLS: `https://ok.example/hook,${bad}`, WEBHOOK_SECRET: `whsec_${'A'.repeat(32)}` },
+      messages: [/WEBHOOK_URLS must be comma-separated http:\/\/ or https:\/\/ URLs .*; URL 2 is not \(not shown/],
+      hidden: 's3cret-path',
+    }),
+  ),
   {
     name: 'JWT_JWKS_URL and JWT_PUBLIC_KEY together',
     env: { ...JWT_BASE, JWT_JWKS_URL: 'https://id.example.test/jwks', JWT_PUBLIC_KEY: publicPem },

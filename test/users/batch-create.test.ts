@@ -386,6 +386,7 @@ for (const backend of BACKENDS) {
         body: '\n  \n\n',
         expectedStatus: 400,
         expectedProblem: { type: '/problems/invalid-input' },
+        expectedContent: ['The body holds no records'],
       },
       {
         name: 'a POST /users body past 2 MiB is refused with 413',
