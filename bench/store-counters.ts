@@ -1,21 +1,20 @@
 import Database from 'better-sqlite3';
 import pg from 'pg';
 
-/** Committed write transactions (the service's store_version) and stored records, read beside the running service. */
+/** The records stored, read beside the running service. */
 export interface StoreCounters {
-  commits: number;
   records: number;
 }
 
-/** Reads the counters from an SQLite file or a postgres:// URL; undefined when the schema has no store_version. */
+/** Reads the counters from an SQLite file or a postgres:// URL; undefined when it cannot (no users table yet). */
 export async function storeCounters(location: string): Promise<StoreCounters | undefined> {
-  const sql = 'SELECT (SELECT version FROM store_version) AS commits, (SELECT count(*) FROM users) AS records';
+  const sql = 'SELECT count(*) AS records FROM users';
   try {
     if (!location.startsWith('postgres')) {
       const db = new Database(location, { readonly: true });
       try {
-        const row = db.prepare(sql).get() as { commits: number; records: number };
-        return { commits: Number(row.commits), records: Number(row.records) };
+        const row = db.prepare(sql).get() as { records: number };
+        return { records: Number(row.records) };
       } finally {
         db.close();
       }
@@ -23,8 +22,8 @@ export async function storeCounters(location: string): Promise<StoreCounters | u
     const client = new pg.Client({ connectionString: location });
     await client.connect();
     try {
-      const { rows } = await client.query<{ commits: string; records: string }>(sql);
-      return { commits: Number(rows[0]?.commits), records: Number(rows[0]?.records) };
+      const { rows } = await client.query<{ records: string }>(sql);
+      return { records: Number(rows[0]?.records) };
     } finally {
       await client.end();
     }
