@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import type { TestContext } from 'node:test';
+import { after, before, type TestContext } from 'node:test';
 import axe from 'axe-core';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type InProcessApp, startApp } from './app.ts';
+import type { Backend } from './backends.ts';
 import { CHROMIUM, CHROMIUM_ARGS } from './chromium.ts';
 import { tempDir } from './server.ts';
 
@@ -61,6 +63,55 @@ export async function launchBrowser(
       } finally {
         profile.cleanup();
       }
+    },
+  };
+}
+
+/** A Chromium as launchBrowser starts it. */
+export type LaunchedBrowser = Awaited<ReturnType<typeof launchBrowser>>;
+
+/** What a suite of page tests runs against, started before its tests and closed after them. */
+export interface BrowserSuite {
+  /** What the suite's pages did that a test forbids; `leaked` is the browser's own list. */
+  readonly watch: PageWatch;
+  /** The app and the browser; fails the test that asks when either did not start. */
+  ready(): { running: InProcessApp; browser: LaunchedBrowser };
+}
+
+/**
+ * The set-up every suite of the admin page shares: the service in this process (startApp, on a
+ * fresh database of `backend` when given) with the settings `env` gives (a function runs in
+ * `before`, for settings made then, such as a signing key), `seed` run against it, then a Chromium;
+ * both closed after the suite. Where Chromium is missing nothing starts, and each test skips itself
+ * with needsChromium.
+ */
+export function browserSuite(
+  env: Record<string, string> | (() => Promise<Record<string, string>>),
+  options: { backend?: Backend; seed?: (running: InProcessApp) => Promise<void> } = {},
+): BrowserSuite {
+  let running: InProcessApp | undefined;
+  let browser: LaunchedBrowser | undefined;
+  const watch: PageWatch = { leaked: [], errors: [] };
+  before(async () => {
+    if (!existsSync(CHROMIUM)) return;
+    const settings = typeof env === 'function' ? await env() : env;
+    running = await startApp(settings, options.backend);
+    await options.seed?.(running);
+    browser = await launchBrowser();
+    watch.leaked = browser.leaked;
+  });
+  after(async () => {
+    try {
+      await browser?.close();
+    } finally {
+      await running?.close();
+    }
+  });
+  return {
+    watch,
+    ready() {
+      assert.ok(running !== undefined && browser !== undefined, 'the browser or the app did not start');
+      return { running, browser };
     },
   };
 }

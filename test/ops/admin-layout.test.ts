@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
-import { type InProcessApp, startApp } from '../helpers/app.ts';
-import { launchBrowser, needsChromium, type PageWatch, watchedPage } from '../helpers/browser.ts';
-import { CHROMIUM } from '../helpers/chromium.ts';
+import { browserSuite, needsChromium, watchedPage } from '../helpers/browser.ts';
 
 /**
  * No control of the admin page is clipped or leaves the window, at a phone's width and a laptop's,
@@ -58,35 +55,26 @@ async function measure(page: Page, what: string): Promise<void> {
 }
 
 describe('/admin has no clipped control at a phone’s width or a laptop’s', () => {
-  let running: InProcessApp | undefined;
-  let browser: Awaited<ReturnType<typeof launchBrowser>> | undefined;
-  const watch: PageWatch = { leaked: [], errors: [] };
-
-  before(async () => {
-    if (!existsSync(CHROMIUM)) return;
-    running = await startApp({ RATE_LIMIT: 'off' });
-    for (const [name, age, city] of [
-      ['Katherine Johnson', 101, 'White Sulphur Springs'],
-      ['Ada Lovelace', 36, 'London'],
-    ] as const) {
-      const query = new URLSearchParams({ name, age: String(age), city });
-      assert.equal((await running.app.inject({ method: 'POST', url: `/users?${query}` })).statusCode, 200);
-    }
-    browser = await launchBrowser();
-    watch.leaked = browser.leaked;
-  });
-  after(async () => {
-    try {
-      await browser?.close();
-    } finally {
-      await running?.close();
-    }
-  });
+  const suite = browserSuite(
+    { RATE_LIMIT: 'off' },
+    {
+      seed: async (running) => {
+        for (const [name, age, city] of [
+          ['Katherine Johnson', 101, 'White Sulphur Springs'],
+          ['Ada Lovelace', 36, 'London'],
+        ] as const) {
+          const query = new URLSearchParams({ name, age: String(age), city });
+          assert.equal((await running.app.inject({ method: 'POST', url: `/users?${query}` })).statusCode, 200);
+        }
+      },
+    },
+  );
+  const { watch } = suite;
 
   for (const size of WIDTHS) {
     it(`at ${size.width} px: the page, an edit, a filter's error, a delete's confirmation`, async (t) => {
       if (!needsChromium(t)) return;
-      assert.ok(running !== undefined && browser !== undefined);
+      const { running, browser } = suite.ready();
       const page = await watchedPage(browser.context, watch);
       await page.setViewportSize(size);
       await page.goto(`${running.url}/admin`);

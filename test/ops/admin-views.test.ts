@@ -1,12 +1,9 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import type { Page } from 'playwright-core';
-import { type InProcessApp, startApp } from '../helpers/app.ts';
 import { BACKENDS } from '../helpers/backends.ts';
-import { axeViolations, launchBrowser, needsChromium, type PageWatch, watchedPage } from '../helpers/browser.ts';
-import { CHROMIUM } from '../helpers/chromium.ts';
+import { axeViolations, browserSuite, needsChromium, watchedPage } from '../helpers/browser.ts';
 import { until } from '../helpers/page-poll.ts';
 
 /**
@@ -61,26 +58,11 @@ const row = (page: Page, id: number) => page.locator(`tr[data-id="${id}"]`);
 
 for (const backend of BACKENDS) {
   describe(`/admin on filtered, searched, sorted and later pages (${backend.name})`, { skip: backend.skip }, () => {
-    let running: InProcessApp | undefined;
-    let browser: Awaited<ReturnType<typeof launchBrowser>> | undefined;
-    const watch: PageWatch = { leaked: [], errors: [] };
-
-    before(async () => {
-      if (!existsSync(CHROMIUM)) return;
-      running = await startApp({ RATE_LIMIT: 'off' }, backend);
-      browser = await launchBrowser();
-      watch.leaked = browser.leaked;
-    });
-    after(async () => {
-      try {
-        await browser?.close();
-      } finally {
-        await running?.close();
-      }
-    });
+    const suite = browserSuite({ RATE_LIMIT: 'off' }, { backend });
+    const { watch } = suite;
 
     const open = async (query: string): Promise<{ page: Page; app: FastifyInstance }> => {
-      assert.ok(running !== undefined && browser !== undefined, 'the browser or the app did not start');
+      const { running, browser } = suite.ready();
       const page = await watchedPage(browser.context, watch);
       assert.equal((await page.goto(`${running.url}/admin${query}`))?.status(), 200);
       await page.getByText('Live: changes appear as they happen').waitFor({ timeout: WAIT_MS });
@@ -97,7 +79,7 @@ for (const backend of BACKENDS) {
 
     it('seeds records for the views', async (t) => {
       if (!needsChromium(t)) return;
-      assert.ok(running !== undefined);
+      const { running } = suite.ready();
       for (let i = 0; i < 23; i++) await create(running.app, `Counted ${i}`, 20 + i, 'Countville');
       for (let i = 0; i < 4; i++) await create(running.app, `Searchable ${i}`, 30 + i, 'Elsewhere');
     });
@@ -246,26 +228,12 @@ for (const backend of BACKENDS) {
 
 describe('/admin sign-in, for someone who has never seen a token', () => {
   const READ_TOKEN = 'read:admin-views-read-token-3e9a7c1f5b2d';
-  let running: InProcessApp | undefined;
-  let browser: Awaited<ReturnType<typeof launchBrowser>> | undefined;
-  const watch: PageWatch = { leaked: [], errors: [] };
-  before(async () => {
-    if (!existsSync(CHROMIUM)) return;
-    running = await startApp({ RATE_LIMIT: 'off', API_TOKENS: READ_TOKEN });
-    browser = await launchBrowser();
-    watch.leaked = browser.leaked;
-  });
-  after(async () => {
-    try {
-      await browser?.close();
-    } finally {
-      await running?.close();
-    }
-  });
+  const suite = browserSuite({ RATE_LIMIT: 'off', API_TOKENS: READ_TOKEN });
+  const { watch } = suite;
 
   it('says what a token is and where to get one; Cancel and Escape close it, and the page says what is left', async (t) => {
     if (!needsChromium(t)) return;
-    assert.ok(running !== undefined && browser !== undefined);
+    const { running, browser } = suite.ready();
     const page = await watchedPage(browser.context, watch);
     await page.goto(`${running.url}/admin`);
     const dialog = page.getByRole('dialog', { name: 'Sign in' });

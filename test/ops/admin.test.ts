@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import type { Page } from 'playwright-core';
 import { buildApp } from '../../src/app.ts';
@@ -8,10 +8,8 @@ import { csvRecords } from '../../src/cli/csv-records.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { openDatabase } from '../../src/store/database.ts';
 import type { UserStore } from '../../src/store/store.ts';
-import { type InProcessApp, startApp } from '../helpers/app.ts';
 import { BACKENDS, type Backend } from '../helpers/backends.ts';
-import { axeViolations, launchBrowser, needsChromium, type PageWatch, watchedPage } from '../helpers/browser.ts';
-import { CHROMIUM } from '../helpers/chromium.ts';
+import { axeViolations, browserSuite, needsChromium, watchedPage } from '../helpers/browser.ts';
 import { sign, type SigningKey, signingKey } from '../helpers/jwks-server.ts';
 import { until } from '../helpers/page-poll.ts';
 import { runCli } from '../helpers/cli.ts';
@@ -118,26 +116,11 @@ async function restartable(backend: Backend) {
 
 for (const backend of BACKENDS) {
   describe(`/admin in a real Chromium (${backend.name})`, { skip: backend.skip }, () => {
-    let running: InProcessApp | undefined;
-    let browser: Awaited<ReturnType<typeof launchBrowser>> | undefined;
-    const watch: PageWatch = { leaked: [], errors: [] };
-
-    before(async () => {
-      if (!existsSync(CHROMIUM)) return;
-      running = await startApp({ RATE_LIMIT: 'off' }, backend);
-      browser = await launchBrowser();
-      watch.leaked = browser.leaked;
-    });
-    after(async () => {
-      try {
-        await browser?.close();
-      } finally {
-        await running?.close();
-      }
-    });
+    const suite = browserSuite({ RATE_LIMIT: 'off' }, { backend });
+    const { watch } = suite;
 
     const open = async (): Promise<{ page: Page; app: FastifyInstance }> => {
-      assert.ok(running !== undefined && browser !== undefined, 'the browser or the app did not start');
+      const { running, browser } = suite.ready();
       const page = await watchedPage(browser.context, watch);
       const answer = await page.goto(`${running.url}/admin`);
       assert.equal(answer?.status(), 200);
@@ -207,7 +190,7 @@ for (const backend of BACKENDS) {
 
     it('adds once when the answer to Add record was lost and it is pressed again', async (t) => {
       if (!needsChromium(t)) return;
-      assert.ok(running !== undefined && browser !== undefined);
+      const { running, browser } = suite.ready();
       const page = await watchedPage(browser.context, watch, /ERR_FAILED|ERR_INTERNET_DISCONNECTED/);
       let dropped = 0;
       // The first add reaches the service and is stored, but its answer never reaches the page.
@@ -366,7 +349,7 @@ for (const backend of BACKENDS) {
 
     it('resumes after a lost connection without missing a change', async (t) => {
       if (!needsChromium(t)) return;
-      assert.ok(browser !== undefined);
+      const { browser } = suite.ready();
       const service = await restartable(backend);
       try {
         // While the service is down the page's reconnection attempts are refused; a read or a
@@ -435,7 +418,7 @@ for (const backend of BACKENDS) {
 
     it('takes a burst of changes a batch at a time: a few redraws per interval, no change missed or repeated, the rows and count right', async (t) => {
       if (!needsChromium(t)) return;
-      assert.ok(browser !== undefined);
+      const { browser } = suite.ready();
       const service = await restartable(backend);
       const files = tempDir();
       try {
@@ -518,26 +501,12 @@ for (const backend of BACKENDS) {
   });
 
   describe(`/admin with tokens (${backend.name})`, { skip: backend.skip }, () => {
-    let running: InProcessApp | undefined;
-    let browser: Awaited<ReturnType<typeof launchBrowser>> | undefined;
-    const watch: PageWatch = { leaked: [], errors: [] };
-    before(async () => {
-      if (!existsSync(CHROMIUM)) return;
-      running = await startApp({ RATE_LIMIT: 'off', API_TOKENS: `${READ_TOKEN},${WRITE_TOKEN}` }, backend);
-      browser = await launchBrowser();
-      watch.leaked = browser.leaked;
-    });
-    after(async () => {
-      try {
-        await browser?.close();
-      } finally {
-        await running?.close();
-      }
-    });
+    const suite = browserSuite({ RATE_LIMIT: 'off', API_TOKENS: `${READ_TOKEN},${WRITE_TOKEN}` }, { backend });
+    const { watch } = suite;
 
     it('asks for a token; a read token gives a read-only page, a write token a full one', async (t) => {
       if (!needsChromium(t)) return;
-      assert.ok(running !== undefined && browser !== undefined);
+      const { running, browser } = suite.ready();
       const auth = { authorization: `Bearer ${WRITE_TOKEN.slice('write:'.length)}` };
       const seeded = await running.app.inject({
         method: 'POST',
@@ -593,7 +562,7 @@ for (const backend of BACKENDS) {
 
     it('Export CSV downloads the view (its filter, sort and fields, every page) with the token', async (t) => {
       if (!needsChromium(t)) return;
-      assert.ok(running !== undefined && browser !== undefined);
+      const { running, browser } = suite.ready();
       const { app } = running;
       const auth = { authorization: `Bearer ${WRITE_TOKEN.slice('write:'.length)}` };
       // More than a page of the view (25 rows), values that need quotes or start like a formula, and others the filter leaves out.
@@ -655,38 +624,21 @@ for (const backend of BACKENDS) {
 }
 
 describe('/admin with a JWT from an identity provider (JWT_PUBLIC_KEY)', () => {
-  let running: InProcessApp | undefined;
-  let browser: Awaited<ReturnType<typeof launchBrowser>> | undefined;
   let key: SigningKey | undefined;
-  const watch: PageWatch = { leaked: [], errors: [] };
   const issuer = 'https://id.example.test/';
   const token = (scope: string, exp = Math.floor(Date.now() / 1000) + 3600) => {
     assert.ok(key !== undefined);
     return sign(key, { iss: issuer, aud: 'user-records', exp, scope });
   };
-  before(async () => {
-    if (!existsSync(CHROMIUM)) return;
+  const suite = browserSuite(async () => {
     key = await signingKey('admin-1', 'ES256');
-    running = await startApp({
-      RATE_LIMIT: 'off',
-      JWT_PUBLIC_KEY: key.publicPem,
-      JWT_ISSUER: issuer,
-      JWT_AUDIENCE: 'user-records',
-    });
-    browser = await launchBrowser();
-    watch.leaked = browser.leaked;
+    return { RATE_LIMIT: 'off', JWT_PUBLIC_KEY: key.publicPem, JWT_ISSUER: issuer, JWT_AUDIENCE: 'user-records' };
   });
-  after(async () => {
-    try {
-      await browser?.close();
-    } finally {
-      await running?.close();
-    }
-  });
+  const { watch } = suite;
 
   it('takes a pasted JWT: an expired one is refused saying why, a read one reads, a write one writes', async (t) => {
     if (!needsChromium(t)) return;
-    assert.ok(running !== undefined && browser !== undefined);
+    const { running, browser } = suite.ready();
     const write = await token('users:write');
     await running.app.inject({
       method: 'POST',
