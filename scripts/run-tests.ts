@@ -55,6 +55,25 @@ if (postgres !== undefined) {
 // runs them one by one; TEST_BY_FILE=1 runs each in a runner of its own and prints what each cost.
 const CONCURRENCY = Number(process.env.TEST_CONCURRENCY ?? 4);
 
+/**
+ * The runner of one test file under TEST_BY_FILE, run by `node -e` with the file as its argument:
+ * its exit status is the runner's, and its last line of stderr the CPU seconds of the runner and
+ * every process it waited for (children's user and system time from /proc), or "unknown".
+ */
+const MEASURED_RUN = `
+const { spawnSync } = require('node:child_process');
+const { readFileSync } = require('node:fs');
+const run = spawnSync(process.execPath, ['--test', process.argv[1]], { stdio: 'inherit' });
+let cpu = 'unknown';
+try {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const ticks = stat.slice(stat.lastIndexOf(')') + 2).split(' ').slice(13, 15).map(Number);
+  cpu = ((ticks[0] + ticks[1]) / 100).toFixed(2);
+} catch {}
+process.stderr.write('\\ncpu-seconds ' + cpu + '\\n');
+process.exit(run.status ?? 1);
+`;
+
 // Before any test file runs, so that no test's schema holds pg_trgm (test/helpers/backends.ts).
 if (postgres !== undefined) await sharedExtensions(postgres);
 
@@ -107,15 +126,16 @@ function exitOf(child: ChildProcess): Promise<number> {
 /**
  * TEST_BY_FILE=1: each test file in a runner process of its own, CONCURRENCY at a time, its output
  * kept and shown only when it fails; then a table of each file's wall time and the CPU of its
- * process and every process it waited for (GNU time's), the costliest first: where the time goes.
+ * process and every process it waited for (from /proc), the costliest first: where the time goes.
  */
 async function byFile(tests: readonly string[]): Promise<number> {
-  const measured: Array<{ file: string; wall: number; cpu: number; code: number }> = [];
+  const measured: Array<{ file: string; wall: number; cpu: number | undefined; code: number }> = [];
   const queue = [...tests];
   const one = async (test: string) => {
-    const times = `${test}.time`;
     const started = Date.now();
-    const child = spawn('/usr/bin/time', ['-f', '%U %S', '-o', times, process.execPath, '--test', test], {
+    // A Node process runs the file's runner and waits for it, then reports the CPU of everything it
+    // waited for (/proc/self/stat, as timeTaken reads it) on its last line of stderr.
+    const child = spawn(process.execPath, ['-e', MEASURED_RUN, test], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: testEnv,
     });
@@ -123,9 +143,10 @@ async function byFile(tests: readonly string[]): Promise<number> {
     child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const status = await exitOf(child);
-    const [user = 0, system = 0] = readFileSync(times, 'utf8').trim().split('\n').at(-1)?.split(' ').map(Number) ?? [];
+    const reported = /\ncpu-seconds (\S+)\n?$/.exec(output);
+    const cpu = reported === null || reported[1] === 'unknown' ? undefined : Number(reported[1]);
     const file = test.replace(/^.*\/tests\//, '').replace(/\.mjs$/, '.ts');
-    measured.push({ file, wall: (Date.now() - started) / 1000, cpu: user + system, code: status });
+    measured.push({ file, wall: (Date.now() - started) / 1000, cpu, code: status });
     console.log(`${status === 0 ? 'ok' : 'FAILED'} ${file}`);
     if (status !== 0) console.log(output);
   };
@@ -133,13 +154,14 @@ async function byFile(tests: readonly string[]): Promise<number> {
     for (let test = queue.shift(); test !== undefined; test = queue.shift()) await one(test);
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  measured.sort((a, b) => b.cpu - a.cpu);
+  measured.sort((a, b) => (b.cpu ?? b.wall) - (a.cpu ?? a.wall));
   console.log('\n  CPU s   wall s  file');
   for (const { file, wall, cpu, code } of measured) {
     console.log(
-      `${cpu.toFixed(1).padStart(7)}  ${wall.toFixed(1).padStart(7)}  ${file}${code === 0 ? '' : '  FAILED'}`,
+      `${(cpu?.toFixed(1) ?? '-').padStart(7)}  ${wall.toFixed(1).padStart(7)}  ${file}${code === 0 ? '' : '  FAILED'}`,
     );
   }
+  if (measured.some((entry) => entry.cpu === undefined)) console.log('(CPU - : no /proc here; sorted by wall time)');
   return measured.some((entry) => entry.code !== 0) ? 1 : 0;
 }
 
