@@ -32,7 +32,7 @@ export interface ProfileSummary {
   idleMs: number;
   /** Time spent in each function itself, not in what it calls. */
   self: TimeShare[];
-  /** Time spent in each function of src/ and everything it calls. */
+  /** Time spent in each function of src/ (or of the service's bundle) and everything it calls. */
   inclusive: TimeShare[];
   /** Self time per package or src/ folder. */
   areas: TimeShare[];
@@ -105,7 +105,7 @@ export function summariseProfile(file: string, root: string): ProfileSummary {
     const seen = new Set<string>();
     for (let at: ProfileNode | undefined = node; at !== undefined; at = byId.get(parent.get(at.id) ?? -1)) {
       const atWhere = place(at.callFrame, root);
-      if (!atWhere.startsWith('src/')) continue;
+      if (!atWhere.startsWith('src/') && !atWhere.startsWith('(service bundle)')) continue;
       const key = `${nameOf(at)} ${atWhere}`;
       if (seen.has(key)) continue;
       seen.add(key);

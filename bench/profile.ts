@@ -15,7 +15,7 @@ import { type WorkloadName, workloadPlan } from './workloads.ts';
 import { wrkOrExit } from './wrk.ts';
 
 // Profiles the service, run as npm start runs it (the bundle), under the create, list-100k and
-// read-one workloads (--workloads read,create to choose):
+// read-one workloads, or GET /healthz (--workloads read,create,healthz to choose; the default is all but healthz):
 // node --import tsx bench/profile.ts [--store sqlite|postgres] [--seconds 8] [--out /tmp/prof] [--top 25]
 const ROOT = new URL('..', import.meta.url).pathname;
 const { values } = parseArgs({
@@ -33,6 +33,7 @@ const CASES: Array<{ workload: WorkloadName; records: number }> = [
   { workload: 'create' as const, records: 1_000 },
   { workload: 'list' as const, records: 100_000 },
   { workload: 'read' as const, records: 1_000 },
+  { workload: 'healthz' as const, records: 1_000 },
 ].filter(({ workload }) => values.workloads.split(',').includes(workload));
 const print = (text: string) => process.stdout.write(text);
 const line = (entry: TimeShare, width: number) =>
@@ -121,8 +122,20 @@ async function profileCase(workload: WorkloadName, records: number, serverPrefix
   for (const entry of summary.areas.slice(0, 10)) print(line(entry, 0));
   print('top self time:\n');
   for (const entry of summary.self.slice(0, top)) print(line(entry, 40));
-  print('src/ functions, inclusive:\n');
+  print("the service's functions, inclusive (a hook's share holds the hooks it calls next):\n");
   for (const entry of summary.inclusive.slice(0, 12)) print(line(entry, 40));
+  // The other threads: the SQLite writer and readers. Busy includes the time a thread waited in a
+  // system call (an fsync), which the sampler counts where it was called.
+  for (const other of readdirSync(profileDir).filter((name) => name !== file && name.endsWith('.cpuprofile'))) {
+    const thread = summariseProfile(join(profileDir, other), ROOT);
+    const heaviest = thread.inclusive[0];
+    print(`thread ${other.split('.').at(-3)}: busy ${((thread.totalMs - thread.idleMs) / 1000).toFixed(1)} s`);
+    print(
+      heaviest === undefined
+        ? '\n'
+        : `, most in ${heaviest.name} ${heaviest.where} (${(heaviest.share * 100).toFixed(0)}%)\n`,
+    );
+  }
 }
 
 try {
