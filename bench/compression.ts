@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { constants, createBrotliCompress, createGzip } from 'node:zlib';
 import { freePort, killStarted, startChild } from './child-server.ts';
-import { cpuSeconds, waitIdle } from './proc-stats.ts';
+import { cpuMsPerRequest } from './proc-stats.ts';
 import { listingBody } from './seed-data.ts';
 import { seedSqlite } from './seed-files.ts';
 import { buildService } from './service-build.ts';
@@ -59,11 +59,8 @@ export async function measureCompression(url: string, pid: number, records: numb
     const requests = requestsFor(records, path);
     for (const coding of CODINGS) {
       await fetchRaw(url + path, coding); // warm: the listing is kept after its first read
-      await waitIdle(pid, 3_000);
-      const before = cpuSeconds(pid) ?? Number.NaN;
-      let answer = { bytes: 0, sent: '' };
-      for (let i = 0; i < requests; i++) answer = await fetchRaw(url + path, coding);
-      const cpuMs = (((cpuSeconds(pid) ?? Number.NaN) - before) * 1000) / requests;
+      const { cpuMs, last } = await cpuMsPerRequest(pid, requests, () => fetchRaw(url + path, coding));
+      const answer = last ?? { bytes: 0, sent: '' };
       rows.push({ path, coding, bytes: answer.bytes, cpuMs, requests, sent: answer.sent });
     }
   }

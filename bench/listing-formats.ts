@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort, killStarted, startChild } from './child-server.ts';
-import { cpuSeconds, waitIdle } from './proc-stats.ts';
+import { cpuMsPerRequest } from './proc-stats.ts';
 import { seedSqlite } from './seed-files.ts';
 import { buildService } from './service-build.ts';
 
@@ -69,10 +69,7 @@ async function main(): Promise<void> {
           if (first.status !== 200 || !first.type.startsWith(accept)) {
             throw new Error(`GET ${path} as ${accept}: ${first.status} ${first.type}`);
           }
-          await waitIdle(server.pid, 3_000);
-          const before = cpuSeconds(server.pid) ?? Number.NaN;
-          for (let i = 0; i < requests; i++) await fetchBody(server.url + path, accept);
-          const cpuMs = (((cpuSeconds(server.pid) ?? Number.NaN) - before) * 1000) / requests;
+          const { cpuMs } = await cpuMsPerRequest(server.pid, requests, () => fetchBody(server.url + path, accept));
           if (name === 'json') json = cpuMs;
           const size = `${(first.bytes / 1e6).toFixed(2)} MB`;
           const ratio = name === 'json' ? '' : `  ${(cpuMs / json).toFixed(2)}x JSON`;

@@ -47,6 +47,22 @@ export async function waitIdle(pid: number, timeoutMs = 10_000): Promise<void> {
   }
 }
 
+/**
+ * The process's CPU milliseconds per request over `requests` sent one after another by `send`, once
+ * its leftover work has settled (waitIdle); the last answer comes back with it.
+ */
+export async function cpuMsPerRequest<T>(
+  pid: number,
+  requests: number,
+  send: () => Promise<T>,
+): Promise<{ cpuMs: number; last: T | undefined }> {
+  await waitIdle(pid, 3_000);
+  const before = cpuSeconds(pid) ?? Number.NaN;
+  let last: T | undefined;
+  for (let i = 0; i < requests; i++) last = await send();
+  return { cpuMs: (((cpuSeconds(pid) ?? Number.NaN) - before) * 1000) / requests, last };
+}
+
 /** CPU seconds the whole machine has been busy (every CPU, every process), from /proc/stat. */
 export function machineBusySeconds(): number | undefined {
   try {
