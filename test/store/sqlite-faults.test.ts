@@ -365,7 +365,60 @@ describe('SQLite on a file system that turns read-only, fills up or fails', { sk
   });
 });
 
+/**
+ * Another process that opens the file at `path` in WAL mode (as every process of the service does),
+ * takes its write lock, and holds it for `holdMs`.
+ */
+async function lockHolder(path: string, holdMs: number): Promise<ChildProcess> {
+  const holder = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const db = new (require('better-sqlite3'))(${JSON.stringify(path)}); db.pragma('journal_mode = WAL'); db.exec('BEGIN IMMEDIATE'); console.log('locked'); setTimeout(() => db.exec('COMMIT'), ${holdMs});`,
+    ],
+    { cwd: new URL('../..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  await new Promise<void>((resolve) => holder.stdout?.once('data', () => resolve()));
+  return holder;
+}
+
 describe('another process holding the SQLite write lock', () => {
+  it('a service starts beside it (an import, another instance) without the lock when its schema is current', async () => {
+    const data = tempDir();
+    const path = join(data.dir, 'users.db');
+    let holder: ChildProcess | undefined;
+    let server: RunningServer | undefined;
+    try {
+      assert.equal((await runCli(['migrate'], { env: { DATABASE_URL: path } })).code, 0);
+      holder = await lockHolder(path, 60_000);
+      // The lock is held for a minute, far past the start's wait: the start must not need it.
+      server = await startServer({ DATABASE_URL: path, DATABASE_TIMEOUT_MS: '2000' });
+      assert.equal((await call(server.url, 'GET', '/users')).status, 200);
+    } finally {
+      if (holder?.exitCode === null) holder.kill('SIGKILL');
+      await server?.stop();
+      data.cleanup();
+    }
+  });
+
+  it('a start that must migrate waits up to DATABASE_TIMEOUT_MS for the lock, then migrates', async () => {
+    const data = tempDir();
+    const path = join(data.dir, 'users.db');
+    let holder: ChildProcess | undefined;
+    let server: RunningServer | undefined;
+    try {
+      // A new file, its lock held a moment (as by another instance starting on it): the start needs
+      // the lock for every migration.
+      holder = await lockHolder(path, 1_500);
+      server = await startServer({ DATABASE_URL: path, DATABASE_TIMEOUT_MS: '60000' });
+      assert.equal(await createUser(server.url, 'Ada', 36, 'London'), 1);
+    } finally {
+      if (holder?.exitCode === null) holder.kill('SIGKILL');
+      await server?.stop();
+      data.cleanup();
+    }
+  });
+
   it('writes wait for it off the event loop: reads and /healthz answer while a write waits', async () => {
     const data = tempDir();
     const path = join(data.dir, 'users.db');

@@ -171,10 +171,6 @@ const MIGRATIONS: readonly Migration[] = [
 ];
 
 /**
- * Brings the schema up to date in one immediate transaction, so several processes starting on the
- * same file apply each migration once. Refuses a database written by a newer version.
- */
-/**
  * A file with tables but no schema_migrations was written by another program: adding this
  * service's tables to it would mix two programs' data in one file. (A newer schema of ours is
  * refused by pendingMigrations; damage inside the file is `user-records check`'s to find.)
@@ -191,17 +187,33 @@ export function refuseOthers(db: Database): void {
   );
 }
 
+/** The migrations this file has applied; none when it has no schema_migrations yet. A read. */
+function appliedOn(db: Database): Set<number> {
+  const table = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").get();
+  return new Set(
+    table === undefined ? [] : (db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]),
+  );
+}
+
+/**
+ * Brings the schema up to date. A schema already current is only read: the start takes no lock, so
+ * it starts beside another process that holds the write lock (an import, another instance's
+ * write). Otherwise the migrations run in one immediate transaction, which waits for the lock as
+ * the connection's busy timeout allows, and which looks again at what is applied: several
+ * processes starting on the same file apply each migration once. Refuses a database written by a
+ * newer version.
+ */
 export function migrate(db: Database): void {
   db.function('fold', { deterministic: true }, (text: unknown) => fold(String(text)));
-  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-    version INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    applied_at TEXT NOT NULL
-  ) STRICT`);
+  if (pendingMigrations(MIGRATIONS, appliedOn(db)).length === 0) return;
   const apply = db.transaction(() => {
-    const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
+    db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY,
+      name TEXT NOT NULL,
+      applied_at TEXT NOT NULL
+    ) STRICT`);
     const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
-    for (const migration of pendingMigrations(MIGRATIONS, applied)) {
+    for (const migration of pendingMigrations(MIGRATIONS, appliedOn(db))) {
       db.exec(migration.sql);
       record.run(migration.version, migration.name, new Date().toISOString());
     }

@@ -58,8 +58,10 @@ const WATCH_INTERVAL_MS = 50;
 export async function openSqliteStore(path: string, options: SqliteOptions = {}): Promise<SqliteStore> {
   const busyTimeoutMs = Math.trunc(options.busyTimeoutMs ?? 5000);
   const memory = path === ':memory:';
-  // Reads never wait inside SQLite (that would hold the event loop): a busy read is retried here.
-  const db = openConnection(path, { busyTimeoutMs: memory ? busyTimeoutMs : 0, migrate: true });
+  // The schema's migrations may wait for the write lock (nothing is served yet); after them, reads
+  // never wait inside SQLite (that would hold the event loop): a busy read is retried here.
+  const db = openConnection(path, { busyTimeoutMs, migrate: true });
+  if (!memory) db.pragma('busy_timeout = 0');
   const listeners = new CommitListeners();
   const onChanges = (changes: Commit['changes']) => listeners.emit({ changes });
   const settings = { busyTimeoutMs, retentionMs: options.changesRetentionMs ?? DEFAULT_CHANGES_RETENTION_MS };
