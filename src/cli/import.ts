@@ -186,11 +186,11 @@ export async function importCommand(database: Database, options: ImportOptions):
       progress.finish();
     } catch (error) {
       if (bad > 0) rejectsOutput?.withdraw();
-      releaseSignals(false);
+      await releaseSignals(false);
       throw error;
     }
     committed = true;
-    const late = releaseSignals(true);
+    const late = await releaseSignals(true);
     const range = ids.firstId === undefined ? '' : ` (ids ${ids.firstId} to ${ids.lastId})`;
     const skipped = bad > 0 ? `; ${bad} bad rows skipped, written to ${rejectsPath}` : '';
     process.stdout.write(`imported ${good} records${range}${skipped}\n`);

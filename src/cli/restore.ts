@@ -219,10 +219,10 @@ async function restore(
     } catch (error) {
       progress.stop();
       await restorer.abort().catch(() => undefined);
-      releaseSignals(false);
+      await releaseSignals(false);
       throw error;
     }
-    const late = releaseSignals(true);
+    const late = await releaseSignals(true);
     process.stdout.write(`restored ${count} records at change version ${header.changeVersion} from ${name}\n`);
     if (late !== undefined) say(late);
     return 0;

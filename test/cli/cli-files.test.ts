@@ -378,7 +378,7 @@ describe('signals while a command commits', () => {
       import { holdSignals, releaseSignals } from './src/cli/signals.ts';
       holdSignals();
       process.kill(process.pid, 'SIGINT');
-      setTimeout(() => { console.log(releaseSignals(true)); }, 200);
+      setTimeout(async () => { console.log(await releaseSignals(true)); }, 200);
     `;
     const held = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
       cwd: new URL('../..', import.meta.url).pathname,
@@ -394,6 +394,43 @@ describe('signals while a command commits', () => {
       { cwd: new URL('../..', import.meta.url).pathname, encoding: 'utf8', timeout: 30_000 },
     );
     assert.equal(ended.signal, 'SIGINT', `${ended.status} ${ended.stderr}`);
+  });
+
+  it('a signal that came before the commit began but reached the command during it waits too', () => {
+    // The signal arrives while the command's code runs without a pause (as a large import's last
+    // batch and commit do): its handler can only run once the event loop turns, after the commit.
+    // The command must then report it as having come while committing, and exit 0.
+    const script = `
+      import { holdSignals, onInterrupt, releaseSignals } from './src/cli/signals.ts';
+      onInterrupt(() => {});
+      process.kill(process.pid, 'SIGTERM');
+      holdSignals();
+      console.log(await releaseSignals(true));
+    `;
+    const held = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: new URL('../..', import.meta.url).pathname,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(held.status, 0, `${held.signal} ${held.stderr}`);
+    assert.match(held.stdout, /SIGTERM came while the data was being committed; it was stored/);
+  });
+
+  it('once the data is stored, a later signal does not end the command with a failure', () => {
+    const script = `
+      import { holdSignals, releaseSignals } from './src/cli/signals.ts';
+      holdSignals();
+      console.log(String(await releaseSignals(true)));
+      process.kill(process.pid, 'SIGTERM');
+      setTimeout(() => console.log('reported and exited'), 200);
+    `;
+    const done = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: new URL('../..', import.meta.url).pathname,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(done.status, 0, `${done.signal} ${done.stderr}`);
+    assert.equal(done.stdout, 'undefined\nreported and exited\n');
   });
 });
 
