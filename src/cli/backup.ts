@@ -10,7 +10,7 @@ export async function backupCommand(database: Database, options: { file: string;
   const output = openOutput(options.file);
   const progress = new Progress('backup', { quiet: options.quiet });
   progress.phase('opening the database');
-  const bulk = await database.openBulk().catch((error: unknown) => {
+  const bulk = await database.openBulk({ existing: true }).catch((error: unknown) => {
     progress.stop();
     output.discard();
     throw error;

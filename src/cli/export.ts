@@ -79,7 +79,7 @@ export async function exportCommand(
   const output = openOutput(options.file);
   const progress = new Progress('export', { quiet: options.quiet });
   progress.phase('opening the database');
-  const bulk = await database.openBulk().catch((error: unknown) => {
+  const bulk = await database.openBulk({ existing: true }).catch((error: unknown) => {
     progress.stop();
     output.discard();
     throw error;

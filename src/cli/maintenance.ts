@@ -13,7 +13,7 @@ export async function migrateCommand(database: Database): Promise<number> {
 
 /** `user-records check`: integrity and counts; exit code 1 when anything is wrong. */
 export async function checkCommand(database: Database): Promise<number> {
-  const bulk = await database.openBulk();
+  const bulk = await database.openBulk({ existing: true });
   try {
     const { problems, records, keys } = await bulk.check();
     for (const problem of problems) process.stderr.write(`problem: ${problem}\n`);

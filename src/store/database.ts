@@ -21,8 +21,12 @@ export interface Database {
    * opens as fast as an empty one): the whole-file check is `user-records check`'s.
    */
   openStore(): Promise<UserStore>;
-  /** What the operator's commands need beside it (bulk.ts). */
-  openBulk(): Promise<BulkStore>;
+  /**
+   * What the operator's commands need beside it (bulk.ts). `existing`: for the commands that only
+   * read (backup, export, check), an SQLite file that is missing or empty is refused rather than
+   * made: a mistyped DATABASE_URL must not give an empty backup and exit 0.
+   */
+  openBulk(options?: { existing?: boolean }): Promise<BulkStore>;
 }
 
 /** The database `settings.database` names (DATABASE_URL); connects to nothing yet. */

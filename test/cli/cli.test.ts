@@ -158,6 +158,36 @@ const IMPORTS: ImportCase[] = [
   },
 ];
 
+// A command that only reads, pointed at a file that is not there (a mistyped DATABASE_URL) or
+// empty, must say so and fail, not make an empty database and report an empty backup as done.
+describe('backup, export and check refuse a database file that is missing or empty', () => {
+  const folder = tempDir('user-records-cli-missing-');
+  after(folder.cleanup);
+  for (const [command, args] of [
+    ['backup', ['backup', 'out.bak']],
+    ['export', ['export', 'out.csv']],
+    ['check', ['check']],
+  ] as const) {
+    it(`${command}: exit 1, the path named, no file made`, async () => {
+      const missing = join(folder.dir, `mistyped-${command}`, 'users.db');
+      const gone = await runCli([...args], { env: { DATABASE_URL: missing }, cwd: folder.dir });
+      assert.equal(gone.code, 1, gone.stderr);
+      assert.equal(
+        gone.stderr,
+        `user-records: no database file at ${missing} (DATABASE_URL); serve, import and restore make one, this command only reads\n`,
+      );
+      assert.equal(existsSync(missing), false, 'the database file was made');
+      assert.equal(existsSync(join(folder.dir, args[1] ?? 'none')), false, 'an output was left');
+      const empty = join(folder.dir, `empty-${command}.db`);
+      writeFileSync(empty, '');
+      const blank = await runCli([...args], { env: { DATABASE_URL: empty }, cwd: folder.dir });
+      assert.equal(blank.code, 1, blank.stderr);
+      assert.match(blank.stderr, /is empty: no database has been written to it/);
+      assert.equal(readFileSync(empty).length, 0, 'the empty file was written');
+    });
+  }
+});
+
 // OWASP, CSV injection: a cell that starts with = + - @, a tab or a carriage return is a formula
 // to a spreadsheet; by default an export writes it with a leading single quote, and quotes a cell
 // with a semicolon or a tab, where a spreadsheet of another locale would split it into a new cell.

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import type Database from 'better-sqlite3';
 import {
   type BulkStore,
@@ -18,7 +19,7 @@ import {
   WRITTEN_COLUMNS,
   writtenValues,
 } from '../columns.ts';
-import type { UserInput } from '../store.ts';
+import { StoreOpenError, type UserInput } from '../store.ts';
 import { batchIds, keyRow, storedKey } from '../keys.ts';
 import { openConnection } from './connection.ts';
 import { asUnavailable } from './errors.ts';
@@ -48,11 +49,29 @@ const BATCH = 1000;
  */
 const CACHE_KIB = 2048;
 
-/** The bulk side of an SQLite file: one connection of its own, waiting up to `busyTimeoutMs` for the write lock. */
-export async function openSqliteBulk(path: string, busyTimeoutMs: number): Promise<BulkStore> {
+/**
+ * The bulk side of an SQLite file: one connection of its own, waiting up to `busyTimeoutMs` for the
+ * write lock. `existing`: a file that is missing or empty is refused, not made.
+ */
+export async function openSqliteBulk(path: string, busyTimeoutMs: number, existing = false): Promise<BulkStore> {
+  if (existing && path !== ':memory:') refuseMissing(path);
   const db = openConnection(path, { busyTimeoutMs, migrate: true });
   db.pragma(`cache_size = -${CACHE_KIB}`);
   return new SqliteBulk(db);
+}
+
+/** Refuses a database file that does not exist or holds nothing (a mistyped path, a file never written). */
+function refuseMissing(path: string): void {
+  let size: number;
+  try {
+    size = statSync(path).size;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return; // openConnection names other faults
+    throw new StoreOpenError(
+      `no database file at ${path} (DATABASE_URL); serve, import and restore make one, this command only reads`,
+    );
+  }
+  if (size === 0) throw new StoreOpenError(`${path} is empty: no database has been written to it (DATABASE_URL)`);
 }
 
 class SqliteBulk implements BulkStore {

@@ -17,6 +17,7 @@ export function sqliteDatabase(
         readers: settings.sqliteReaders,
         readQueue: settings.sqliteReadQueue,
       }),
-    openBulk: (): Promise<BulkStore> => openSqliteBulk(path, settings.databaseTimeoutMs),
+    openBulk: (options: { existing?: boolean } = {}): Promise<BulkStore> =>
+      openSqliteBulk(path, settings.databaseTimeoutMs, options.existing === true),
   };
 }
