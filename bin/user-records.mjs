@@ -38,8 +38,11 @@ function fresh() {
  * meanwhile never reads half a file (the chunks' names are hashes of their content).
  */
 function build() {
-  const temporary = mkdtempSync(join(root, 'dist', '.cli-'));
+  let temporary;
   try {
+    // Inside the try: a dist/ that cannot be written (a checkout owned by another user) runs the
+    // sources instead, as a read-only folder does.
+    temporary = mkdtempSync(join(root, 'dist', '.cli-'));
     execFileSync(
       process.execPath,
       [join(root, 'scripts', 'build.mjs'), join(temporary, 'user-records.mjs'), join(root, 'src', 'cli.ts')],
@@ -55,7 +58,7 @@ function build() {
   } catch {
     return false;
   } finally {
-    rmSync(temporary, { recursive: true, force: true });
+    if (temporary !== undefined) rmSync(temporary, { recursive: true, force: true });
   }
 }
 
