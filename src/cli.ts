@@ -51,7 +51,11 @@ function parse(command: Command, argv: string[]): { values: Values; positionals:
   try {
     parsed = parseArgs({ args: argv, options: { ...settings, ...own }, strict: true, allowPositionals: true });
   } catch (error) {
-    throw new UsageError(`${(error as Error).message.split('\n')[0]} (see user-records ${command.name} --help)`);
+    // Node's text for an unknown flag goes on about '--' with an unbalanced quote: its first sentence says it.
+    const [first = ''] = (error as Error).message.split('\n');
+    throw new UsageError(
+      `${first.replace(/\. To specify a positional argument .*$/, '')} (see user-records ${command.name} --help)`,
+    );
   }
   const settingsArgv: string[] = [];
   const values: Values = {};

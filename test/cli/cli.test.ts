@@ -43,7 +43,11 @@ describe('user-records: help, version, usage', () => {
 
   const usage: Array<{ name: string; args: string[]; message: RegExp }> = [
     { name: 'an unknown command', args: ['frobnicate'], message: /unknown command "frobnicate"/ },
-    { name: 'an unknown flag', args: ['export', '--colour', 'red'], message: /Unknown option '--colour'/ },
+    {
+      name: 'an unknown flag',
+      args: ['export', '--colour', 'red'],
+      message: /^user-records: Unknown option '--colour' \(see user-records export --help\)\n$/,
+    },
     { name: 'a missing file', args: ['import'], message: /takes FILE\|-, got none/ },
     { name: 'a format it cannot guess', args: ['import', '-'], message: /--format csv\|json\|ndjson/ },
     { name: 'a bad format', args: ['export', '--format', 'xml'], message: /--format must be one of csv, json, ndjson/ },
