@@ -178,6 +178,9 @@ function replaceOnHangUp(options: Replacement): void {
         await new Promise((resolve) => setTimeout(resolve, RESTART_DELAY_MS * attempt));
         fresh = options.fork();
       }
+      // A start cut short by a SIGTERM is not a failure to report as one.
+      if (outcome !== 'listening' && options.stopping())
+        return log.info('replacement abandoned: the service is stopping');
       if (outcome !== 'listening') {
         log.error(
           { worker: fresh.process.pid, outcome, replaced, left: old.length - replaced },
