@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 import { type Config, ConfigError, loadConfig } from './config/load.ts';
 import { VERSION } from './config/version.ts';
@@ -150,8 +151,16 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
 });
 
 main(process.argv.slice(2)).then(
-  (code) => {
-    if (code !== 'serving') process.exitCode = code;
+  async (code) => {
+    if (code === 'serving') return;
+    // Ended here rather than by the event loop running dry: Node's own way out closes its signal
+    // handlers first and then takes a while to tear down (tens of ms after a large import), and a
+    // SIGTERM then would end with 143 a command that stored its data and said so. What the command
+    // wrote goes out first.
+    for (const stream of [process.stdout, process.stderr]) {
+      if (stream.writableLength > 0) await once(stream, 'drain');
+    }
+    process.exit(code);
   },
   (error: unknown) => {
     const { line, code } = failure(error);

@@ -416,6 +416,33 @@ describe('signals while a command commits', () => {
     assert.match(held.stdout, /SIGTERM came while the data was being committed; it was stored/);
   });
 
+  it('an import that said it stored its records exits 0, whatever signal comes as it ends', async () => {
+    // The signal comes once the command has reported: while it closes the database and the process
+    // winds down. A command that said it stored its data must not then end by the signal (a script
+    // would import it again). Each run either catches that moment or comes too late; none may fail.
+    const folder = tempDir('user-records-late-signal-');
+    try {
+      const input = join(folder.dir, 'people.csv');
+      writeFileSync(
+        input,
+        `name,age,city\n${Array.from({ length: 30_000 }, (_, i) => `N${i},${i % 151},C\n`).join('')}`,
+      );
+      // From the report on, at steps of 10 ms: the process winds down for tens of ms after a large import.
+      for (let run = 0; run < 8; run++) {
+        const db = join(folder.dir, `late-${run}.db`);
+        const signal = run % 2 === 0 ? 'SIGTERM' : 'SIGINT';
+        const result = await runCli(['import', input, '--quiet'], {
+          env: { DATABASE_URL: db },
+          onStart: (child) => child.stdout?.once('data', () => setTimeout(() => child.kill(signal), run * 10)),
+        });
+        assert.match(result.stdout, /^imported 30000 records/);
+        assert.equal(result.code, 0, `run ${run}: ${result.code} ${result.stderr}`);
+      }
+    } finally {
+      folder.cleanup();
+    }
+  });
+
   it('once the data is stored, a later signal does not end the command with a failure', () => {
     const script = `
       import { holdSignals, releaseSignals } from './src/cli/signals.ts';
