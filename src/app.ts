@@ -126,7 +126,6 @@ export async function buildApp(config: AppConfig, deps: AppDeps): Promise<Fastif
   // Node's default drops such a request unless its answer happens to be ready in the same tick.
   (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   app.server.on('checkExpectation', early.refuseExpectation);
-  app.server.on('connect', early.refuseConnect);
   // "Expect: 100-continue" is answered 100 by the gate once it lets the request through, so a
   // client sends no body to a request that is refused anyway (a 401, say).
   app.server.on('checkContinue', (request, response) => app.server.emit('request', request, response));

@@ -1,6 +1,5 @@
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter } from 'prom-client';
 import { StoreAtEndError, StoreBusyError, StoreTimeoutError, StoreUnavailableError } from '../store/store.ts';
@@ -157,22 +156,21 @@ export function earlyRefusals(limiter: RateLimiter | undefined) {
       body = problem('malformed-request', 'The request is not valid HTTP.');
     }
     count(body.status, socket.remoteAddress);
-    answerOnSocket(socket, body);
+    if (socket.writable) {
+      const text = JSON.stringify(body);
+      const headers = {
+        ...JSON_HEADERS,
+        connection: 'close',
+        'content-type': PROBLEM_CONTENT_TYPE,
+        'content-length': String(Buffer.byteLength(text)),
+      };
+      const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+      socket.write(`HTTP/1.1 ${body.status} ${STATUS_CODES[body.status]}\r\n${head.join('')}\r\n${text}`);
+    }
     socket.destroy(error);
   };
 
-  /**
-   * Node's 'connect' event: a CONNECT request asks for a tunnel, which only a proxy gives. Without a
-   * listener Node drops the connection without a word; this answers 405 and closes it.
-   */
-  const refuseConnect = (request: IncomingMessage, socket: Duplex): void => {
-    const body = problem('method-not-allowed', 'CONNECT asks for a tunnel; this service is not a proxy.');
-    count(body.status, request.socket.remoteAddress);
-    answerOnSocket(socket, body);
-    socket.destroy();
-  };
-
-  return { frameworkErrors, refuseExpectation, clientErrorHandler, refuseConnect };
+  return { frameworkErrors, refuseExpectation, clientErrorHandler };
 }
 
 /**
@@ -189,18 +187,4 @@ function longRequestLine(packet: unknown): boolean {
   const space = packet.lastIndexOf(' ', line - 1);
   const stop = end !== -1 && space >= start ? space : line;
   return stop - start > URL_LIMIT;
-}
-
-/** A problem written straight to a socket that has no ServerResponse (the parser's refusals, CONNECT), then closed. */
-function answerOnSocket(socket: Duplex, body: Problem): void {
-  if (!socket.writable) return;
-  const text = JSON.stringify(body);
-  const headers = {
-    ...JSON_HEADERS,
-    connection: 'close',
-    'content-type': PROBLEM_CONTENT_TYPE,
-    'content-length': String(Buffer.byteLength(text)),
-  };
-  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
-  socket.write(`HTTP/1.1 ${body.status} ${STATUS_CODES[body.status]}\r\n${head.join('')}\r\n${text}`);
 }
