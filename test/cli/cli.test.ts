@@ -178,16 +178,27 @@ describe('backup, export and check refuse a database file that is missing or emp
       assert.equal(gone.code, 1, gone.stderr);
       assert.equal(
         gone.stderr,
-        `user-records: no database file at ${missing} (DATABASE_URL); serve, import and restore make one, this command only reads\n`,
+        `user-records: no database file at ${missing} (DATABASE_URL); serve, import, restore and migrate make one, this command only reads\n`,
       );
       assert.equal(existsSync(missing), false, 'the database file was made');
       assert.equal(existsSync(join(folder.dir, args[1] ?? 'none')), false, 'an output was left');
       const empty = join(folder.dir, `empty-${command}.db`);
       writeFileSync(empty, '');
-      const blank = await runCli([...args], { env: { DATABASE_URL: empty }, cwd: folder.dir });
-      assert.equal(blank.code, 1, blank.stderr);
-      assert.match(blank.stderr, /is empty: no database has been written to it/);
+      const zero = await runCli([...args], { env: { DATABASE_URL: empty }, cwd: folder.dir });
+      assert.equal(zero.code, 1, zero.stderr);
+      assert.match(zero.stderr, /is empty: no database has been written to it/);
       assert.equal(readFileSync(empty).length, 0, 'the empty file was written');
+      // A valid SQLite file that holds no table yet is as empty.
+      const blank = join(folder.dir, `blank-${command}.db`);
+      execFileSync(process.execPath, [
+        '-e',
+        `const D = require('better-sqlite3'); const d = new D(${JSON.stringify(blank)}); d.exec('CREATE TABLE t (x); DROP TABLE t'); d.close();`,
+      ]);
+      const size = readFileSync(blank).length;
+      const noTables = await runCli([...args], { env: { DATABASE_URL: blank }, cwd: folder.dir });
+      assert.equal(noTables.code, 1, noTables.stderr);
+      assert.match(noTables.stderr, /is empty: no database has been written to it/);
+      assert.equal(readFileSync(blank).length, size, 'the blank file was written');
     });
   }
 });

@@ -22,6 +22,7 @@ import {
 import { StoreOpenError, type UserInput } from '../store.ts';
 import { batchIds, keyRow, storedKey } from '../keys.ts';
 import { openConnection } from './connection.ts';
+import { openBetterSqlite } from './native-objects.ts';
 import { asUnavailable } from './errors.ts';
 import { ReadStatements } from './statements.ts';
 
@@ -68,10 +69,23 @@ function refuseMissing(path: string): void {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return; // openConnection names other faults
     throw new StoreOpenError(
-      `no database file at ${path} (DATABASE_URL); serve, import and restore make one, this command only reads`,
+      `no database file at ${path} (DATABASE_URL); serve, import, restore and migrate make one, this command only reads`,
     );
   }
   if (size === 0) throw new StoreOpenError(`${path} is empty: no database has been written to it (DATABASE_URL)`);
+  // An SQLite file with no tables yet is as empty: this command would make the schema in it.
+  let tables: number;
+  try {
+    const db = openBetterSqlite(path, { readonly: true, fileMustExist: true });
+    try {
+      tables = (db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE type = 'table'").get() as { n: number }).n;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return; // not SQLite, or unreadable: openConnection names it
+  }
+  if (tables === 0) throw new StoreOpenError(`${path} is empty: no database has been written to it (DATABASE_URL)`);
 }
 
 class SqliteBulk implements BulkStore {
