@@ -48,6 +48,16 @@ describe('user-records: help, version, usage', () => {
       args: ['export', '--colour', 'red'],
       message: /^user-records: Unknown option '--colour' \(see user-records export --help\)\n$/,
     },
+    {
+      name: 'an unknown flag of serve',
+      args: ['serve', '--nope'],
+      message: /^user-records: Unknown option '--nope' \(see user-records serve --help\)\n$/,
+    },
+    {
+      name: 'an unknown flag of the default command, serve',
+      args: ['--nope', '1'],
+      message: /^user-records: Unknown option '--nope' \(see user-records serve --help\)\n$/,
+    },
     { name: 'a missing file', args: ['import'], message: /takes FILE\|-, got none/ },
     { name: 'a format it cannot guess', args: ['import', '-'], message: /--format csv\|json\|ndjson/ },
     { name: 'a bad format', args: ['export', '--format', 'xml'], message: /--format must be one of csv, json, ndjson/ },
