@@ -114,9 +114,9 @@ async function run(command: Command, config: Config, values: Values, positionals
       return restoreCommand(database, { file: positionals[0] as string, replace: values.replace === true, quiet });
     }
     case 'migrate':
-      return (await import('./cli/maintenance.ts')).migrateCommand(database);
+      return (await import('./cli/maintenance.ts')).migrateCommand(database, { quiet });
     case 'check':
-      return (await import('./cli/maintenance.ts')).checkCommand(database);
+      return (await import('./cli/maintenance.ts')).checkCommand(database, { quiet });
     default:
       throw new UsageError(`unknown command ${command.name}`);
   }

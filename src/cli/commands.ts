@@ -156,14 +156,14 @@ export const COMMANDS: readonly Command[] = [
     name: 'migrate',
     args: '',
     summary: 'bring the schema up to date and show its version',
-    options: [],
+    options: [QUIET],
     settings: DATABASE,
   },
   {
     name: 'check',
     args: '',
     summary: "check the database's integrity and count its records",
-    options: [],
+    options: [QUIET],
     settings: DATABASE,
   },
 ];
