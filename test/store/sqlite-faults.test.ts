@@ -419,6 +419,45 @@ describe('another process holding the SQLite write lock', () => {
     }
   });
 
+  it('a start or command that must migrate, the lock held past DATABASE_TIMEOUT_MS: exit 1 saying so in its words', async () => {
+    const data = tempDir();
+    const path = join(data.dir, 'users.db');
+    let holder: ChildProcess | undefined;
+    try {
+      // A file of the version before the last migration (as after an upgrade of the service).
+      assert.equal((await runCli(['migrate'], { env: { DATABASE_URL: path } })).code, 0);
+      const older = openBetterSqlite(path);
+      older.exec('DROP INDEX users_city_age; DELETE FROM schema_migrations WHERE version = 9');
+      older.close();
+      holder = await lockHolder(path, 60_000);
+      const env = { DATABASE_URL: path, DATABASE_TIMEOUT_MS: '300' };
+      const said =
+        /^user-records: (cannot start: )?another process held the write lock of .*users\.db for longer than DATABASE_TIMEOUT_MS \(300 ms\) while its schema needed migrating to version \d+; try again once it is done, or raise DATABASE_TIMEOUT_MS$/;
+      await assert.rejects(startServer(env), (error: Error) => {
+        assert.match(error.message, /exited \(1\) before listening/);
+        const line = error.message.split('\n').find((text) => text.startsWith('user-records:'));
+        assert.match(line ?? error.message, said);
+        return true;
+      });
+      for (const args of [
+        ['migrate'],
+        ['check'],
+        ['export', '--quiet'],
+        ['import', '-', '--format', 'csv', '--quiet'],
+      ]) {
+        const result = await runCli(args, { env, input: 'name,age,city\nAda,36,London\n' });
+        assert.equal(result.code, 1, `${args[0]}: ${result.stderr}`);
+        assert.match(result.stderr.trimEnd().split('\n').at(-1) ?? '', said, args[0]);
+      }
+      holder.kill('SIGKILL');
+      const migrated = await runCli(['migrate', '--quiet'], { env });
+      assert.deepEqual([migrated.code, migrated.stderr], [0, '']);
+    } finally {
+      if (holder?.exitCode === null) holder.kill('SIGKILL');
+      data.cleanup();
+    }
+  });
+
   it('writes wait for it off the event loop: reads and /healthz answer while a write waits', async () => {
     const data = tempDir();
     const path = join(data.dir, 'users.db');
