@@ -458,6 +458,52 @@ describe('another process holding the SQLite write lock', () => {
     }
   });
 
+  it('a write waits DATABASE_TIMEOUT_MS from its asking, queued behind another or not; a 503 is never stored, a 200 always', async () => {
+    const timeoutMs = 2000;
+    const data = tempDir();
+    const path = join(data.dir, 'users.db');
+    const server = await startServer({ DATABASE_URL: path, DATABASE_TIMEOUT_MS: String(timeoutMs) });
+    let holder: ChildProcess | undefined;
+    try {
+      await createUser(server.url, 'Ada', 36, 'London');
+      // Held for longer than two timeouts: the first write's batch waits one whole timeout, and the
+      // writes asked for meanwhile queue behind it. Then released while writes keep coming, so
+      // some deadlines fall at the moment the lock comes free.
+      holder = await lockHolder(path, timeoutMs * 2.3);
+      const answers: Array<Promise<{ name: string; status: number; ms: number }>> = [];
+      const until = performance.now() + timeoutMs * 2.3 + 500;
+      for (let i = 0; performance.now() < until && i < 100; i++) {
+        const name = `Queued${i}`;
+        const asked = performance.now();
+        answers.push(
+          call(server.url, 'POST', `/users?name=${name}&age=1&city=C`).then((answer) => {
+            if (answer.status !== 200) {
+              const problem = assertProblem(answer, 503);
+              assert.equal(problem.type, '/problems/unavailable');
+              assert.match(problem.detail, /It was not stored; retry shortly\.$/);
+            }
+            return { name, status: answer.status, ms: performance.now() - asked };
+          }),
+        );
+        await pause(150);
+      }
+      const settled = await Promise.all(answers);
+      const statuses = new Set(settled.map((answer) => answer.status));
+      assert.deepEqual([...statuses].sort(), [200, 503], 'both outcomes were reached');
+      // Not a measure of speed: a write queued behind a batch that waited was given a whole new
+      // wait, and answered close to two timeouts after it was asked.
+      const slowest = settled.reduce((a, b) => (b.ms > a.ms ? b : a));
+      assert.ok(slowest.ms < timeoutMs + 1500, `${slowest.name} answered ${slowest.status} after ${slowest.ms} ms`);
+      const stored = (await names(server.url)).filter((name) => name !== 'Ada').sort();
+      const answered = settled.filter((answer) => answer.status === 200).map((answer) => answer.name);
+      assert.deepEqual(stored, answered.sort());
+    } finally {
+      if (holder?.exitCode === null) holder.kill('SIGKILL');
+      await server.stop();
+      data.cleanup();
+    }
+  });
+
   it('writes wait for it off the event loop: reads and /healthz answer while a write waits', async () => {
     const data = tempDir();
     const path = join(data.dir, 'users.db');

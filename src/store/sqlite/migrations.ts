@@ -1,6 +1,7 @@
-import { type Database, SqliteError } from 'better-sqlite3';
+import type { Database } from 'better-sqlite3';
 import { type Migration, pendingMigrations } from '../migrations.ts';
 import { fold, StoreOpenError } from '../store.ts';
+import { isBusy } from './errors.ts';
 
 /** SQLite's schema, applied in order at start. */
 const MIGRATIONS: readonly Migration[] = [
@@ -209,7 +210,7 @@ export function migrate(db: Database, busyTimeoutMs: number): void {
   try {
     applyPending(db);
   } catch (error) {
-    if (!(error instanceof SqliteError && error.code.startsWith('SQLITE_BUSY'))) throw error;
+    if (!isBusy(error)) throw error;
     throw new StoreOpenError(
       `another process held the write lock of ${db.name} for longer than DATABASE_TIMEOUT_MS (${busyTimeoutMs} ms) while its schema needed migrating to version ${MIGRATIONS.at(-1)?.version}; try again once it is done, or raise DATABASE_TIMEOUT_MS`,
     );
