@@ -1,8 +1,9 @@
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
+import { flagRefusal, settingFlags } from './config/flags.ts';
 import { type Config, ConfigError, loadConfig } from './config/load.ts';
 import { VERSION } from './config/version.ts';
-import { type Command, COMMANDS, commandHelp, DEFAULT_MAX_ERRORS, mainHelp, settingOptions } from './cli/commands.ts';
+import { type Command, COMMANDS, commandHelp, DEFAULT_MAX_ERRORS, mainHelp } from './cli/commands.ts';
 import { CommandFailed, UsageError } from './cli/output.ts';
 import type * as BulkModule from './store/bulk.ts';
 import { StoreOpenError, StoreUnavailableError } from './store/store.ts';
@@ -47,16 +48,12 @@ type Values = Record<string, string | boolean | undefined>;
 /** The command's own flags and the settings' flags, apart; a flag or argument it does not take is a usage error. */
 function parse(command: Command, argv: string[]): { values: Values; positionals: string[]; settingsArgv: string[] } {
   const own = Object.fromEntries(command.options.map((option) => [option.flag, { type: option.type }]));
-  const settings = settingOptions();
+  const settings = settingFlags();
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options: { ...settings, ...own }, strict: true, allowPositionals: true });
   } catch (error) {
-    // Node's text for an unknown flag goes on about '--' with an unbalanced quote: its first sentence says it.
-    const [first = ''] = (error as Error).message.split('\n');
-    throw new UsageError(
-      `${first.replace(/\. To specify a positional argument .*$/, '')} (see user-records ${command.name} --help)`,
-    );
+    throw new UsageError(flagRefusal(error, `user-records ${command.name}`));
   }
   const settingsArgv: string[] = [];
   const values: Values = {};
@@ -117,9 +114,9 @@ async function run(command: Command, config: Config, values: Values, positionals
       return restoreCommand(database, { file: positionals[0] as string, replace: values.replace === true, quiet });
     }
     case 'migrate':
-      return (await import('./cli/maintenance.ts')).migrateCommand(database);
+      return (await import('./cli/maintenance.ts')).migrateCommand(database, { quiet });
     case 'check':
-      return (await import('./cli/maintenance.ts')).checkCommand(database);
+      return (await import('./cli/maintenance.ts')).checkCommand(database, { quiet });
     default:
       throw new UsageError(`unknown command ${command.name}`);
   }

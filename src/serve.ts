@@ -1,10 +1,12 @@
 import cluster from 'node:cluster';
 import { createServer } from 'node:net';
+import { parseArgs } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { REPLACE_MESSAGE, runPrimary } from './cluster.ts';
 import { helpText } from './config/help.ts';
 import { webhookTargets } from './changes/webhook-filter.ts';
+import { flagRefusal, settingFlags } from './config/flags.ts';
 import { type Config, ConfigError, loadConfig } from './config/load.ts';
 import { VERSION } from './config/version.ts';
 import { exposureWarning } from './ops/exposure.ts';
@@ -143,6 +145,12 @@ export function runServer(argv: string[], usage: string, env: NodeJS.ProcessEnv 
 async function main(argv: string[], usage: string, env: NodeJS.ProcessEnv): Promise<void> {
   if (argv.includes('--help')) return void process.stdout.write(helpText(usage));
   if (argv.includes('--version')) return void process.stdout.write(`${VERSION}\n`);
+  // A flag it does not take is said in one sentence, as the other commands say it (cli.ts).
+  try {
+    parseArgs({ args: argv, options: settingFlags(), strict: true, allowPositionals: false });
+  } catch (error) {
+    throw new ConfigError(flagRefusal(error, usage));
+  }
   const config = loadConfig(env, argv);
   // A webhook's filter is checked by the event stream's rules, before anything starts.
   webhookTargets(config.webhookUrls);

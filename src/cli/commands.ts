@@ -1,5 +1,4 @@
 import { settingsHelp } from '../config/help.ts';
-import { flagOf, SETTINGS, type Setting } from '../config/settings.ts';
 import { fieldList, RECORD_FIELDS } from '../record/fields.ts';
 import { ListQuery } from '../users/schemas.ts';
 import { FORMATS } from './readers.ts';
@@ -157,19 +156,17 @@ export const COMMANDS: readonly Command[] = [
     name: 'migrate',
     args: '',
     summary: 'bring the schema up to date and show its version',
-    options: [],
+    options: [QUIET],
     settings: DATABASE,
   },
   {
     name: 'check',
     args: '',
     summary: "check the database's integrity and count its records",
-    options: [],
+    options: [QUIET],
     settings: DATABASE,
   },
 ];
-
-const SETTING_DEFINITIONS = Object.values(SETTINGS) as Array<Setting<unknown>>;
 
 /** `user-records --help`. */
 export function mainHelp(): string {
@@ -217,9 +214,4 @@ export function commandHelp(command: Command): string {
   lines.push(...settingsHelp(command.settings === 'all' ? undefined : command.settings));
   lines.push('', '  --help       this text', '');
   return lines.join('\n');
-}
-
-/** The flags of every setting, as util.parseArgs takes them. */
-export function settingOptions(): Record<string, { type: 'string' }> {
-  return Object.fromEntries(SETTING_DEFINITIONS.map((definition) => [flagOf(definition), { type: 'string' as const }]));
 }

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { DatabaseConfig } from './database-url.ts';
+import { settingFlags } from './flags.ts';
 import type { JwtConfig } from './jwt.ts';
 import { Invalid } from './kinds.ts';
 import { flagOf, type LogLevel, SETTINGS, type Setting, type SettingKey } from './settings.ts';
@@ -41,10 +42,8 @@ export function loadConfig(env: Record<string, string | undefined>, argv: string
   const problems = new Map<string, string>();
   let flags: Record<string, string | undefined> = {};
   try {
-    const options = Object.fromEntries(
-      ENTRIES.map(([, definition]) => [flagOf(definition), { type: 'string' as const }]),
-    );
-    flags = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values as typeof flags;
+    flags = parseArgs({ args: argv, options: settingFlags(), strict: true, allowPositionals: false })
+      .values as typeof flags;
   } catch (error) {
     const known = ENTRIES.map(([, definition]) => `--${flagOf(definition)}`);
     problems.set('flags', `${(error as Error).message}. Known flags: ${known.join(', ')}`);

@@ -69,7 +69,7 @@ export const SETTINGS = {
     env: 'DATABASE_TIMEOUT_MS',
     kind: integer(100, 600_000, { unit: 'milliseconds' }),
     default: '5000',
-    help: 'the longest one database call may wait. PostgreSQL: statement timeout, and the wait for a connection; a connection that goes silent is given up one second later. SQLite: the wait for a lock another process holds, and the longest a listing or count may take on a reader thread, waiting for one included (then 503 `/problems/listing-timeout`). Then the request gets 503',
+    help: 'the longest one database call may wait. PostgreSQL: statement timeout, and the wait for a connection; a connection that goes silent is given up one second later. SQLite: how long a write may wait for the write lock another process holds, counted from when it was asked (queued behind other writes included; then 503, and it is not stored), how long a migration at start may wait for it, and the longest a listing or count may take on a reader thread, waiting for one included (then 503 `/problems/listing-timeout`). Then the request gets 503',
   }),
   databasePoolSize: setting({
     env: 'DATABASE_POOL_SIZE',

@@ -2,7 +2,13 @@ import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:ht
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter } from 'prom-client';
-import { StoreAtEndError, StoreBusyError, StoreTimeoutError, StoreUnavailableError } from '../store/store.ts';
+import {
+  StoreAtEndError,
+  StoreBusyError,
+  StoreGaveUpError,
+  StoreTimeoutError,
+  StoreUnavailableError,
+} from '../store/store.ts';
 import { answerBegan, logCutShort } from './cut-short.ts';
 import { BATCH_BODY_LIMIT, BODY_LIMIT, kib, URL_LIMIT } from './limits.ts';
 import {
@@ -76,6 +82,10 @@ const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 export const OUTCOME_UNKNOWN =
   'The database failed or is not reachable; this change may or may not have been stored (its outcome is unknown). Retry shortly: check the record first, or repeat a POST with the same Idempotency-Key, which stores it at most once.';
 
+/** The 503 of a write given up before it ran: its outcome is known. */
+export const NOT_STORED =
+  'The database did not take this change within its time limit (DATABASE_TIMEOUT_MS): another process held its write lock, or writes queued before it took that long. It was not stored; retry shortly.';
+
 /** The error handler and the 404 of unknown paths, both in problem details. */
 export function registerErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
@@ -88,8 +98,9 @@ export function registerErrorHandlers(app: FastifyInstance): void {
     let httpError = toHttpError(error);
     if (error instanceof StoreUnavailableError && !READS.has(request.method)) {
       // A commit can fail after its data reached the disk (an fsync error, a connection lost while
-      // COMMIT was on its way): the client cannot know, and is told so.
-      httpError = new HttpError('unavailable', OUTCOME_UNKNOWN, { headers: httpError.headers });
+      // COMMIT was on its way): the client cannot know, and is told so; unless it never ran.
+      const detail = error instanceof StoreGaveUpError ? NOT_STORED : OUTCOME_UNKNOWN;
+      httpError = new HttpError('unavailable', detail, { headers: httpError.headers });
     }
     if (httpError.status >= 500 && httpError.code !== 'internal') {
       // A fault the client may retry (the database away, overload): a reason, no stack.

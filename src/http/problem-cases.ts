@@ -35,7 +35,7 @@ export const PROBLEM_CASES: Record<ProblemCode, string> = {
   'headers-too-large': 'the request line and headers are too large (16 KiB)',
   internal: 'a fault of the service; the cause is logged, never shown',
   unavailable:
-    'the database does not answer or failed, the service is shutting down, or a JWT could not be checked because the identity provider’s keys could not be fetched; see `Retry-After`. For a write its **outcome is unknown**: a commit can fail after its data reached the disk, so the change may have been stored. Check the record, or repeat a `POST` with the same `Idempotency-Key` (stored at most once)',
+    'the database does not answer or failed, the service is shutting down, or a JWT could not be checked because the identity provider’s keys could not be fetched; see `Retry-After`. For a write its **outcome is unknown**: a commit can fail after its data reached the disk, so the change may have been stored. Check the record, or repeat a `POST` with the same `Idempotency-Key` (stored at most once). On SQLite a write not taken within `DATABASE_TIMEOUT_MS` of its asking (another process held the write lock, or the writes queued before it took that long) is known not stored, and its detail says so',
   overloaded: 'the service is falling behind (its event loop runs over `OVERLOAD_LAG_MS` late); see `Retry-After`',
   'too-many-listings': 'SQLite: `SQLITE_READ_QUEUE` listings already wait for a reader thread; see `Retry-After`',
   'listing-timeout':

@@ -271,6 +271,14 @@ export class StoreTimeoutError extends StoreUnavailableError {
   override name = 'StoreTimeoutError';
 }
 
+/**
+ * A write given up before it ran: it was not taken within DATABASE_TIMEOUT_MS of being asked (another
+ * process held the write lock, say). Unlike other faults of a write, its outcome is known: not stored.
+ */
+export class StoreGaveUpError extends StoreUnavailableError {
+  override name = 'StoreGaveUpError';
+}
+
 /** A write would take an id, a change version or a record's version past its end (write-rules.ts). */
 export class StoreAtEndError extends Error {
   override name = 'StoreAtEndError';

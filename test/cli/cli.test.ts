@@ -48,6 +48,16 @@ describe('user-records: help, version, usage', () => {
       args: ['export', '--colour', 'red'],
       message: /^user-records: Unknown option '--colour' \(see user-records export --help\)\n$/,
     },
+    {
+      name: 'an unknown flag of serve',
+      args: ['serve', '--nope'],
+      message: /^user-records: Unknown option '--nope' \(see user-records serve --help\)\n$/,
+    },
+    {
+      name: 'an unknown flag of the default command, serve',
+      args: ['--nope', '1'],
+      message: /^user-records: Unknown option '--nope' \(see user-records serve --help\)\n$/,
+    },
     { name: 'a missing file', args: ['import'], message: /takes FILE\|-, got none/ },
     { name: 'a format it cannot guess', args: ['import', '-'], message: /--format csv\|json\|ndjson/ },
     { name: 'a bad format', args: ['export', '--format', 'xml'], message: /--format must be one of csv, json, ndjson/ },
@@ -420,11 +430,12 @@ for (const backend of BACKENDS) {
       assert.equal(check.code, 0, check.stderr);
     });
 
-    it('migrate shows the schema version; check counts the records', async () => {
+    it('migrate shows the schema version; check counts the records; each names its phases, none with --quiet', async () => {
       const { url } = await fresh();
       const migrate = await runCli(['migrate'], { env: { DATABASE_URL: url } });
       assert.equal(migrate.code, 0, migrate.stderr);
       assert.match(migrate.stdout, /^schema version \d+ \((sqlite|postgresql)\): up to date\n$/);
+      assert.match(migrate.stderr, /^migrate: bringing the schema up to date \(\d+\.\ds\)\n$/);
       await runCli(['import', '-', '--format', 'ndjson'], {
         env: { DATABASE_URL: url },
         input: '{"name":"A","age":1,"city":"B"}',
@@ -432,6 +443,14 @@ for (const backend of BACKENDS) {
       const check = await runCli(['check'], { env: { DATABASE_URL: url } });
       assert.equal(check.code, 0, check.stderr);
       assert.match(check.stdout, /^ok: 1 records, 0 idempotency keys/);
+      assert.match(check.stderr, /^check: opening the database \(\d+\.\ds\)\ncheck: checking \(\d+\.\ds\)\n$/);
+      for (const [command, out] of [
+        ['migrate', migrate.stdout],
+        ['check', check.stdout],
+      ] as const) {
+        const quiet = await runCli([command, '--quiet'], { env: { DATABASE_URL: url } });
+        assert.deepEqual(quiet, { code: 0, stdout: out, stderr: '' });
+      }
     });
   });
 }

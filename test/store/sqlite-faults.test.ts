@@ -419,6 +419,91 @@ describe('another process holding the SQLite write lock', () => {
     }
   });
 
+  it('a start or command that must migrate, the lock held past DATABASE_TIMEOUT_MS: exit 1 saying so in its words', async () => {
+    const data = tempDir();
+    const path = join(data.dir, 'users.db');
+    let holder: ChildProcess | undefined;
+    try {
+      // A file of the version before the last migration (as after an upgrade of the service).
+      assert.equal((await runCli(['migrate'], { env: { DATABASE_URL: path } })).code, 0);
+      const older = openBetterSqlite(path);
+      older.exec('DROP INDEX users_city_age; DELETE FROM schema_migrations WHERE version = 9');
+      older.close();
+      holder = await lockHolder(path, 60_000);
+      const env = { DATABASE_URL: path, DATABASE_TIMEOUT_MS: '300' };
+      const said =
+        /^user-records: (cannot start: )?another process held the write lock of .*users\.db for longer than DATABASE_TIMEOUT_MS \(300 ms\) while its schema needed migrating to version \d+; try again once it is done, or raise DATABASE_TIMEOUT_MS$/;
+      await assert.rejects(startServer(env), (error: Error) => {
+        assert.match(error.message, /exited \(1\) before listening/);
+        const line = error.message.split('\n').find((text) => text.startsWith('user-records:'));
+        assert.match(line ?? error.message, said);
+        return true;
+      });
+      for (const args of [
+        ['migrate'],
+        ['check'],
+        ['export', '--quiet'],
+        ['import', '-', '--format', 'csv', '--quiet'],
+      ]) {
+        const result = await runCli(args, { env, input: 'name,age,city\nAda,36,London\n' });
+        assert.equal(result.code, 1, `${args[0]}: ${result.stderr}`);
+        assert.match(result.stderr.trimEnd().split('\n').at(-1) ?? '', said, args[0]);
+      }
+      holder.kill('SIGKILL');
+      const migrated = await runCli(['migrate', '--quiet'], { env });
+      assert.deepEqual([migrated.code, migrated.stderr], [0, '']);
+    } finally {
+      if (holder?.exitCode === null) holder.kill('SIGKILL');
+      data.cleanup();
+    }
+  });
+
+  it('a write waits DATABASE_TIMEOUT_MS from its asking, queued behind another or not; a 503 is never stored, a 200 always', async () => {
+    const timeoutMs = 2000;
+    const data = tempDir();
+    const path = join(data.dir, 'users.db');
+    const server = await startServer({ DATABASE_URL: path, DATABASE_TIMEOUT_MS: String(timeoutMs) });
+    let holder: ChildProcess | undefined;
+    try {
+      await createUser(server.url, 'Ada', 36, 'London');
+      // Held for longer than two timeouts: the first write's batch waits one whole timeout, and the
+      // writes asked for meanwhile queue behind it. Then released while writes keep coming, so
+      // some deadlines fall at the moment the lock comes free.
+      holder = await lockHolder(path, timeoutMs * 2.3);
+      const answers: Array<Promise<{ name: string; status: number; ms: number }>> = [];
+      const until = performance.now() + timeoutMs * 2.3 + 500;
+      for (let i = 0; performance.now() < until && i < 100; i++) {
+        const name = `Queued${i}`;
+        const asked = performance.now();
+        answers.push(
+          call(server.url, 'POST', `/users?name=${name}&age=1&city=C`).then((answer) => {
+            if (answer.status !== 200) {
+              const problem = assertProblem(answer, 503);
+              assert.equal(problem.type, '/problems/unavailable');
+              assert.match(problem.detail, /It was not stored; retry shortly\.$/);
+            }
+            return { name, status: answer.status, ms: performance.now() - asked };
+          }),
+        );
+        await pause(150);
+      }
+      const settled = await Promise.all(answers);
+      const statuses = new Set(settled.map((answer) => answer.status));
+      assert.deepEqual([...statuses].sort(), [200, 503], 'both outcomes were reached');
+      // Not a measure of speed: a write queued behind a batch that waited was given a whole new
+      // wait, and answered close to two timeouts after it was asked.
+      const slowest = settled.reduce((a, b) => (b.ms > a.ms ? b : a));
+      assert.ok(slowest.ms < timeoutMs + 1500, `${slowest.name} answered ${slowest.status} after ${slowest.ms} ms`);
+      const stored = (await names(server.url)).filter((name) => name !== 'Ada').sort();
+      const answered = settled.filter((answer) => answer.status === 200).map((answer) => answer.name);
+      assert.deepEqual(stored, answered.sort());
+    } finally {
+      if (holder?.exitCode === null) holder.kill('SIGKILL');
+      await server.stop();
+      data.cleanup();
+    }
+  });
+
   it('writes wait for it off the event loop: reads and /healthz answer while a write waits', async () => {
     const data = tempDir();
     const path = join(data.dir, 'users.db');

@@ -108,7 +108,7 @@ export function openConnection(path: string, options: ConnectionOptions): Databa
         );
       }
     }
-    if (options.migrate === true) migrate(db);
+    if (options.migrate === true) migrate(db, options.busyTimeoutMs);
     return db;
   } catch (error) {
     db.close();

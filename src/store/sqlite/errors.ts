@@ -12,6 +12,11 @@ export function isUnavailable(error: unknown): error is InstanceType<typeof Sqli
   return error instanceof SqliteError && UNAVAILABLE.test(error.code);
 }
 
+/** Another connection holds the lock this one waited for, past its busy timeout. */
+export function isBusy(error: unknown): boolean {
+  return error instanceof SqliteError && error.code.startsWith('SQLITE_BUSY');
+}
+
 /** Faults after which the connection may hold a wrong picture of the file: reopen before trusting it. */
 export function needsReopen(error: unknown): boolean {
   return error instanceof SqliteError && /^SQLITE_(IOERR|CORRUPT|NOTADB|CANTOPEN)/.test(error.code);

@@ -1,6 +1,7 @@
 import type { Database } from 'better-sqlite3';
 import { type Migration, pendingMigrations } from '../migrations.ts';
 import { fold, StoreOpenError } from '../store.ts';
+import { isBusy } from './errors.ts';
 
 /** SQLite's schema, applied in order at start. */
 const MIGRATIONS: readonly Migration[] = [
@@ -199,13 +200,24 @@ function appliedOn(db: Database): Set<number> {
  * Brings the schema up to date. A schema already current is only read: the start takes no lock, so
  * it starts beside another process that holds the write lock (an import, another instance's
  * write). Otherwise the migrations run in one immediate transaction, which waits for the lock as
- * the connection's busy timeout allows, and which looks again at what is applied: several
- * processes starting on the same file apply each migration once. Refuses a database written by a
- * newer version.
+ * the connection's busy timeout (`busyTimeoutMs`, DATABASE_TIMEOUT_MS) allows, and which looks
+ * again at what is applied: several processes starting on the same file apply each migration once.
+ * Refuses a database written by a newer version.
  */
-export function migrate(db: Database): void {
+export function migrate(db: Database, busyTimeoutMs: number): void {
   db.function('fold', { deterministic: true }, (text: unknown) => fold(String(text)));
   if (pendingMigrations(MIGRATIONS, appliedOn(db)).length === 0) return;
+  try {
+    applyPending(db);
+  } catch (error) {
+    if (!isBusy(error)) throw error;
+    throw new StoreOpenError(
+      `another process held the write lock of ${db.name} for longer than DATABASE_TIMEOUT_MS (${busyTimeoutMs} ms) while its schema needed migrating to version ${MIGRATIONS.at(-1)?.version}; try again once it is done, or raise DATABASE_TIMEOUT_MS`,
+    );
+  }
+}
+
+function applyPending(db: Database): void {
   const apply = db.transaction(() => {
     db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY,

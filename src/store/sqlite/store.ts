@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
-import { SqliteError } from 'better-sqlite3';
 import { CommitListeners } from '../commit-listeners.ts';
 import {
   type ChangeLogPage,
@@ -18,6 +17,7 @@ import {
   type Stats,
   type Precondition,
   StoreAtEndError,
+  StoreGaveUpError,
   StoreUnavailableError,
   type User,
   type UserInput,
@@ -28,10 +28,11 @@ import { isAtEnd, remembered, rememberedBatch, runNow, type WriteRequest } from 
 import { FileGuard } from './file-guard.ts';
 import { openConnection } from './connection.ts';
 import { ReaderPool } from './reader-pool.ts';
-import { asUnavailable, needsReopen } from './errors.ts';
+import { asUnavailable, isBusy, needsReopen } from './errors.ts';
 import { ReadStatements } from './statements.ts';
 import type { JobOutcome } from './writer.ts';
 import { InlineLink, ThreadLink, type WriterLink } from './writer-link.ts';
+import { claimCells, giveUp } from './write-claims.ts';
 import { SharedWatch } from '../shared-watch.ts';
 import type { GroupField } from '../../record/fields.ts';
 
@@ -113,6 +114,13 @@ interface Job {
   request: WriteRequest;
   resolve(value: unknown): void;
   reject(error: unknown): void;
+  /** Ends its wait DATABASE_TIMEOUT_MS after it was asked. */
+  timer: NodeJS.Timeout | undefined;
+  /** Its batch's cells and its index there, once sent to the writer (write-claims.ts). */
+  cells: Int32Array | undefined;
+  index: number;
+  /** Given up before it was sent: left out of the next batch. */
+  givenUp: boolean;
 }
 
 /** Reader threads and waiting reads unless the settings say otherwise (`SQLITE_READERS`, `SQLITE_READ_QUEUE`). */
@@ -124,8 +132,6 @@ const DEFAULT_READ_QUEUE = 100;
  * whose cost the page size bounds: it is read on the event loop, as one record is.
  */
 const plainPage = (filter: ListFilter, order: ListOrder | undefined) => order === undefined && !narrows(filter);
-
-const isBusy = (error: unknown) => error instanceof SqliteError && error.code.startsWith('SQLITE_BUSY');
 
 export class SqliteStore implements UserStore {
   readonly #db: Database.Database;
@@ -331,11 +337,24 @@ export class SqliteStore implements UserStore {
     await this.#read(() => this.#reads.version());
   }
 
+  /**
+   * A write waits at most DATABASE_TIMEOUT_MS from now, whether behind another batch or for the
+   * lock itself: then it is answered 503, and never run (write-claims.ts), unless the writer has
+   * taken it by then, when its transaction's outcome answers it.
+   */
   #write(request: WriteRequest): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      this.#queue.push({ request, resolve, reject });
+      const job: Job = { request, resolve, reject, timer: undefined, cells: undefined, index: 0, givenUp: false };
+      job.timer = setTimeout(() => this.#giveUp(job), this.#busyTimeoutMs);
+      this.#queue.push(job);
       if (this.#queue.length === 1 && this.#inFlight.size === 0) setImmediate(() => this.#flush());
     });
+  }
+
+  #giveUp(job: Job): void {
+    if (job.cells === undefined) job.givenUp = true;
+    else if (!giveUp(job.cells, job.index)) return;
+    job.reject(new StoreGaveUpError(gaveUp(this.#busyTimeoutMs)));
   }
 
   /**
@@ -345,13 +364,21 @@ export class SqliteStore implements UserStore {
    * writer would take them as one transaction anyway).
    */
   #flush(): void {
-    const jobs = this.#queue;
+    const jobs = this.#queue.filter((job) => !job.givenUp);
     this.#queue = [];
     if (jobs.length === 0) return;
-    const sent = this.#link.submit(jobs.map((job) => job.request)).then(
-      (outcomes) => settle(jobs, outcomes),
+    const cells = claimCells(jobs.length);
+    jobs.forEach((job, index) => {
+      job.cells = cells;
+      job.index = index;
+    });
+    const sent = this.#link.submit({ requests: jobs.map((job) => job.request), cells }).then(
+      (outcomes) => settle(jobs, outcomes, this.#busyTimeoutMs),
       (error: unknown) => {
-        for (const job of jobs) job.reject(error);
+        for (const job of jobs) {
+          clearTimeout(job.timer);
+          job.reject(error);
+        }
       },
     );
     this.#inFlight.add(sent);
@@ -371,11 +398,18 @@ export class SqliteStore implements UserStore {
   }
 }
 
-function settle(jobs: Job[], outcomes: JobOutcome[]): void {
+/** Why a write was given up. */
+const gaveUp = (timeoutMs: number) =>
+  `database unavailable: the write was not taken within DATABASE_TIMEOUT_MS (${timeoutMs} ms) of being asked; not stored`;
+
+/** Each write's answer from its outcome (a write given up at its deadline has had its answer). */
+function settle(jobs: Job[], outcomes: JobOutcome[], timeoutMs: number): void {
   jobs.forEach((job, i) => {
+    clearTimeout(job.timer);
     const outcome = outcomes[i];
     if (outcome?.ok === true && isAtEnd(outcome.value)) job.reject(new StoreAtEndError(outcome.value.atEnd));
     else if (outcome?.ok === true) job.resolve(outcome.value);
+    else if (outcome?.fault.waitedOut === true) job.reject(new StoreGaveUpError(gaveUp(timeoutMs)));
     else if (outcome?.fault.unavailable === true) job.reject(new StoreUnavailableError(outcome.fault.message));
     else job.reject(new Error(outcome?.fault.message ?? 'the writer gave no outcome'));
   });

@@ -1,15 +1,14 @@
 import type { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { type Change, StoreOpenError, StoreUnavailableError } from '../store.ts';
-import type { WriteRequest } from '../write-rules.ts';
 import { startThread } from './thread-start.ts';
-import { type JobOutcome, SqliteWriter, type WriterSettings } from './writer.ts';
+import { type JobOutcome, SqliteWriter, type WriteBatch, type WriterSettings } from './writer.ts';
 import type { FromWriter, ToWriter, WriterData } from './writer-thread.ts';
 
 /** Where the writer runs, seen from the store: batches in, outcomes and committed changes out. */
 export interface WriterLink {
-  /** The outcome of each request, after its transaction committed (or failed). */
-  submit(requests: WriteRequest[]): Promise<JobOutcome[]>;
+  /** The outcome of each write, after its transaction committed (or failed). */
+  submit(batch: WriteBatch): Promise<JobOutcome[]>;
   /** Why writes are refused, once the writer has found a reason that lasts. */
   readonly refusal: string | undefined;
   /** A read met a fault of the file (damage, an I/O error): the writer checks the file before its next write. */
@@ -38,8 +37,8 @@ export class InlineLink implements WriterLink {
     this.#writer.suspect(why);
   }
 
-  async submit(requests: WriteRequest[]): Promise<JobOutcome[]> {
-    const { outcomes, changes } = this.#writer.commit(requests);
+  async submit(batch: WriteBatch): Promise<JobOutcome[]> {
+    const { outcomes, changes } = this.#writer.commit([batch]);
     this.#onChanges(changes);
     return outcomes;
   }
@@ -120,7 +119,7 @@ export class ThreadLink implements WriterLink {
     });
   }
 
-  async submit(requests: WriteRequest[]): Promise<JobOutcome[]> {
+  async submit(batch: WriteBatch): Promise<JobOutcome[]> {
     if (this.#worker === undefined) {
       if (this.#closed !== undefined || Date.now() - this.#startedAt < RESTART_INTERVAL_MS) {
         throw new StoreUnavailableError('database unavailable: the SQLite writer is not running');
@@ -134,7 +133,8 @@ export class ThreadLink implements WriterLink {
     worker.ref();
     return new Promise((resolve, reject) => {
       this.#waiting.set(id, { resolve, reject });
-      worker.postMessage({ type: 'batch', id, requests } satisfies ToWriter);
+      // The cells' memory is shared with the thread, not copied.
+      worker.postMessage({ type: 'batch', id, batch } satisfies ToWriter);
     });
   }
 

@@ -1,10 +1,9 @@
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
-import type { WriteRequest } from '../write-rules.ts';
-import { type BatchResult, SqliteWriter, type WriterSettings } from './writer.ts';
+import { type BatchResult, SqliteWriter, type WriteBatch, type WriterSettings } from './writer.ts';
 
 /** Main thread to writer: a batch of writes, or the end. */
 export type ToWriter =
-  { type: 'batch'; id: number; requests: WriteRequest[] } | { type: 'suspect'; why: string } | { type: 'close' };
+  { type: 'batch'; id: number; batch: WriteBatch } | { type: 'suspect'; why: string } | { type: 'close' };
 
 /** Writer to main thread: ready (or why not), and the outcome of each batch, in order. */
 export type FromWriter =
@@ -57,11 +56,11 @@ port.on('message', (first: ToWriter) => {
   for (const message of messages) if (message.type === 'suspect') writer?.suspect(message.why);
   const batches = messages.filter((message) => message.type === 'batch');
   if (batches.length > 0 && writer !== undefined) {
-    const { outcomes, ...result } = writer.commit(batches.flatMap((batch) => batch.requests));
+    const { outcomes, ...result } = writer.commit(batches.map((message) => message.batch));
     let at = 0;
     send({
       type: 'committed',
-      batches: batches.map((batch) => ({ id: batch.id, outcomes: outcomes.slice(at, (at += batch.requests.length)) })),
+      batches: batches.map(({ id, batch }) => ({ id, outcomes: outcomes.slice(at, (at += batch.requests.length)) })),
       result,
     });
   }

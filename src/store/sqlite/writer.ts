@@ -4,15 +4,31 @@ import type { Change } from '../store.ts';
 import { runNow, type WriteRequest, WriteRules } from '../write-rules.ts';
 import { FileGuard } from './file-guard.ts';
 import { openConnection } from './connection.ts';
-import { isUnavailable, needsReopen } from './errors.ts';
+import { isBusy, isUnavailable, needsReopen } from './errors.ts';
 import { WriteStatements } from './statements.ts';
+import { allGivenUp, take } from './write-claims.ts';
 
 /** Why one write failed, as data that crosses threads. */
 export interface Fault {
   /** A fault of the database or the machine (503, worth a retry), not of the request. */
   unavailable: boolean;
   message: string;
+  /** Its wait for the write lock ended before it ran: nothing of it was stored. */
+  waitedOut?: boolean;
 }
+
+/** The writes the store sends together, and their cells (write-claims.ts); without cells each write runs. */
+export interface WriteBatch {
+  requests: WriteRequest[];
+  cells?: Int32Array;
+}
+
+/** A write the store gave up at its deadline, before the writer could take it. */
+const GIVEN_UP: Fault = {
+  unavailable: true,
+  message: 'database unavailable: not run within DATABASE_TIMEOUT_MS',
+  waitedOut: true,
+};
 
 export type JobOutcome = { ok: true; value: unknown } | { ok: false; fault: Fault };
 
@@ -93,33 +109,49 @@ export class SqliteWriter {
     return new WriteStatements(db);
   }
 
-  /** Commits the requests as one transaction; never throws, every request gets an outcome. */
-  commit(requests: WriteRequest[]): BatchResult {
+  /**
+   * Commits the batches' writes as one transaction; never throws, every write gets an outcome, in
+   * order. A write the store gave up while the transaction waited for the lock is not run.
+   */
+  commit(batches: readonly WriteBatch[]): BatchResult {
+    const requests = batches.flatMap((batch) => batch.requests);
     const refused = this.#refused();
     if (refused !== undefined) return this.#failAll(requests, refused);
+    if (batches.every((batch) => batch.cells !== undefined && allGivenUp(batch.cells))) {
+      return this.#failAll(requests, GIVEN_UP);
+    }
     const outcomes: JobOutcome[] = [];
     const changes: Change[] = [];
     const { begin, commit, savepoint, release, rollbackTo } = this.#control;
+    let began = false;
     try {
       begin.run();
+      began = true;
       const start = this.#statements.reads.version();
       let version = start;
       const at = new Date();
-      for (const request of requests) {
-        savepoint.run();
-        try {
-          const outcome = runNow(this.#rules.program(request, version), (step) => this.#statements.exec(step));
-          // Kept only once every change of the request is logged: a failure rolls them all back.
-          const made = (outcome.changes ?? []).map((change, i) => ({ version: version + 1 + i, ...change, at }));
-          for (const change of made) this.#statements.logChange(change);
-          version += made.length;
-          changes.push(...made);
-          release.run();
-          outcomes.push({ ok: true, value: outcome.value });
-        } catch (error) {
-          rollbackTo.run();
-          release.run();
-          outcomes.push({ ok: false, fault: faultOf(error) });
+      for (const { requests: writes, cells } of batches) {
+        for (let i = 0; i < writes.length; i++) {
+          if (cells !== undefined && !take(cells, i)) {
+            outcomes.push({ ok: false, fault: GIVEN_UP });
+            continue;
+          }
+          savepoint.run();
+          try {
+            const program = this.#rules.program(writes[i] as WriteRequest, version);
+            const outcome = runNow(program, (step) => this.#statements.exec(step));
+            // Kept only once every change of the request is logged: a failure rolls them all back.
+            const made = (outcome.changes ?? []).map((change, n) => ({ version: version + 1 + n, ...change, at }));
+            for (const change of made) this.#statements.logChange(change);
+            version += made.length;
+            changes.push(...made);
+            release.run();
+            outcomes.push({ ok: true, value: outcome.value });
+          } catch (error) {
+            rollbackTo.run();
+            release.run();
+            outcomes.push({ ok: false, fault: faultOf(error) });
+          }
         }
       }
       if (version !== start) this.#statements.setVersion.run(version);
@@ -137,7 +169,9 @@ export class SqliteWriter {
         }
       }
       if (needsReopen(error) && this.#guard !== undefined) this.#broken = faultOf(error);
-      return this.#failAll(requests, faultOf(error));
+      // The lock not had within the wait: no write ran.
+      const waitedOut = !began && isBusy(error);
+      return this.#failAll(requests, waitedOut ? { ...faultOf(error), waitedOut } : faultOf(error));
     }
     if (this.#guard?.problem() !== undefined) {
       const onlyLog = this.#guard.onlyLogGone();
