@@ -15,7 +15,9 @@ let bulk: typeof BulkModule | undefined;
 
 /** `user-records [COMMAND] ...`: the service (serve, the default) and the operator's commands. */
 async function main(argv: string[]): Promise<number | 'serving'> {
-  const [first] = argv;
+  const [first, second] = argv;
+  const asked = first === 'help' ? COMMANDS.find((candidate) => candidate.name === second) : undefined;
+  if (asked !== undefined) return print(commandHelp(asked));
   if (first === '--help' || first === '-h' || first === 'help') return print(mainHelp());
   if (first === '--version') return print(`${VERSION}\n`);
   const named = first !== undefined && !first.startsWith('-');
@@ -26,7 +28,7 @@ async function main(argv: string[]): Promise<number | 'serving'> {
     );
   }
   const rest = named ? argv.slice(1) : argv;
-  if (rest.includes('--help')) return print(commandHelp(command));
+  if (rest.includes('--help') || rest.includes('-h')) return print(commandHelp(command));
   if (command.name === 'serve') {
     // Loaded only here: the other commands need none of the HTTP side.
     const { runServer } = await import('./serve.ts');

@@ -36,7 +36,7 @@ export async function checkCommand(database: Database, options: { quiet: boolean
     const version = await bulk.schemaVersion();
     progress.finish();
     for (const problem of problems) process.stderr.write(`problem: ${problem}\n`);
-    const verdict = problems.length === 0 ? 'ok' : `${problems.length} problems`;
+    const verdict = problems.length === 0 ? 'ok' : `${problems.length} problem${problems.length === 1 ? '' : 's'}`;
     process.stdout.write(
       `${verdict}: ${records} records, ${keys} idempotency keys (${database.kind}, schema version ${version})\n`,
     );

@@ -31,6 +31,14 @@ describe('user-records: help, version, usage', () => {
       for (const option of command.options)
         assert.ok(own.stdout.includes(`--${option.flag}`), `${command.name} --${option.flag}`);
       assert.ok(own.stdout.includes('--database-url (DATABASE_URL), default: ./data/users.db'));
+      // The other ways people ask for it give the same page.
+      for (const asked of [
+        [command.name, '-h'],
+        ['help', command.name],
+      ]) {
+        const same = await runCli(asked);
+        assert.deepEqual([same.code, same.stdout], [0, own.stdout], asked.join(' '));
+      }
     }
   });
 

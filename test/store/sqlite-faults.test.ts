@@ -458,6 +458,43 @@ describe('another process holding the SQLite write lock', () => {
     }
   });
 
+  it('check and import on a current schema, the lock held past DATABASE_TIMEOUT_MS: exit 1 saying so, no damage reported', async () => {
+    const data = tempDir();
+    const path = join(data.dir, 'users.db');
+    let holder: ChildProcess | undefined;
+    try {
+      const env = { DATABASE_URL: path, DATABASE_TIMEOUT_MS: '300' };
+      const seeded = await runCli(['import', '-', '--format', 'csv', '--quiet'], {
+        env,
+        input: 'name,age,city\nZed,3,Q\n',
+      });
+      assert.equal(seeded.code, 0, seeded.stderr);
+      holder = await lockHolder(path, 60_000);
+      for (const [args, waiting] of [
+        [['check', '--quiet'], 'check the search index'],
+        [['import', '-', '--format', 'csv', '--quiet'], 'write'],
+      ] as const) {
+        const result = await runCli([...args], { env, input: 'name,age,city\nAda,36,London\n' });
+        assert.equal(result.code, 1, `${args[0]}: ${result.stderr}`);
+        assert.doesNotMatch(result.stderr, /problem:|does not match/, args[0]);
+        assert.match(
+          result.stderr.trimEnd().split('\n').at(-1) ?? '',
+          new RegExp(
+            `^user-records: another process held the write lock of .*users\\.db for longer than DATABASE_TIMEOUT_MS \\(300 ms\\) while this command waited to ${waiting}; try again once it is done, or raise DATABASE_TIMEOUT_MS$`,
+          ),
+          args[0],
+        );
+      }
+      holder.kill('SIGKILL');
+      const checked = await runCli(['check'], { env });
+      assert.equal(checked.code, 0, checked.stderr);
+      assert.match(checked.stdout, /^ok: 1 records/);
+    } finally {
+      if (holder?.exitCode === null) holder.kill('SIGKILL');
+      data.cleanup();
+    }
+  });
+
   it('a write waits DATABASE_TIMEOUT_MS from its asking, queued behind another or not; a 503 is never stored, a 200 always', async () => {
     const timeoutMs = 2000;
     const data = tempDir();

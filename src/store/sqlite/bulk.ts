@@ -19,11 +19,11 @@ import {
   WRITTEN_COLUMNS,
   writtenValues,
 } from '../columns.ts';
-import { StoreOpenError, type UserInput } from '../store.ts';
+import { StoreOpenError, StoreUnavailableError, type UserInput } from '../store.ts';
 import { batchIds, keyRow, storedKey } from '../keys.ts';
 import { openConnection } from './connection.ts';
 import { openBetterSqlite } from './native-objects.ts';
-import { asUnavailable } from './errors.ts';
+import { asUnavailable, isBusy, lockHeld } from './errors.ts';
 import { ReadStatements } from './statements.ts';
 
 const FOLDED = FOLDED_COLUMNS.join(', ');
@@ -58,7 +58,7 @@ export async function openSqliteBulk(path: string, busyTimeoutMs: number, existi
   if (existing && path !== ':memory:') refuseMissing(path);
   const db = openConnection(path, { busyTimeoutMs, migrate: true });
   db.pragma(`cache_size = -${CACHE_KIB}`);
-  return new SqliteBulk(db);
+  return new SqliteBulk(db, busyTimeoutMs);
 }
 
 /** Refuses a database file that does not exist or holds nothing (a mistyped path, a file never written). */
@@ -90,9 +90,11 @@ function refuseMissing(path: string): void {
 
 class SqliteBulk implements BulkStore {
   readonly #db: Database.Database;
+  readonly #busyTimeoutMs: number;
 
-  constructor(db: Database.Database) {
+  constructor(db: Database.Database, busyTimeoutMs: number) {
     this.#db = db;
+    this.#busyTimeoutMs = busyTimeoutMs;
   }
 
   /** BEGIN IMMEDIATE takes the write lock now, so every id is given in file order and nothing interleaves. */
@@ -100,8 +102,15 @@ class SqliteBulk implements BulkStore {
     try {
       this.#db.exec('BEGIN IMMEDIATE');
     } catch (error) {
-      throw asUnavailable(error);
+      throw this.#lockHeld(error, 'while this command waited to write');
     }
+  }
+
+  /** A busy lock in the service's words (errors.ts), any other fault as asUnavailable makes it. */
+  #lockHeld(error: unknown, while_: string): unknown {
+    return isBusy(error)
+      ? new StoreUnavailableError(lockHeld(this.#db.name, this.#busyTimeoutMs, while_), { cause: error })
+      : asUnavailable(error);
   }
 
   #rollback(): void {
@@ -306,8 +315,10 @@ class SqliteBulk implements BulkStore {
     const foreign = db.pragma('foreign_key_check') as unknown[];
     if (foreign.length > 0) problems.push(`${foreign.length} foreign key faults`);
     try {
+      // FTS5's own check is run as a write: it waits for the write lock as an import does.
       db.exec(`INSERT INTO users_search (users_search) VALUES ('integrity-check')`);
     } catch (error) {
+      if (isBusy(error)) throw this.#lockHeld(error, 'while this command waited to check the search index');
       problems.push(`the search index does not match the records: ${(error as Error).message}`);
     }
     const records = db.prepare('SELECT count(*) FROM users').pluck().get() as number;

@@ -17,6 +17,14 @@ export function isBusy(error: unknown): boolean {
   return error instanceof SqliteError && error.code.startsWith('SQLITE_BUSY');
 }
 
+/**
+ * What a command says when another process (an import, a service's commit) kept the write lock
+ * past DATABASE_TIMEOUT_MS: `while` names what it was waiting to do.
+ */
+export function lockHeld(path: string, busyTimeoutMs: number, while_: string): string {
+  return `another process held the write lock of ${path} for longer than DATABASE_TIMEOUT_MS (${busyTimeoutMs} ms) ${while_}; try again once it is done, or raise DATABASE_TIMEOUT_MS`;
+}
+
 /** Faults after which the connection may hold a wrong picture of the file: reopen before trusting it. */
 export function needsReopen(error: unknown): boolean {
   return error instanceof SqliteError && /^SQLITE_(IOERR|CORRUPT|NOTADB|CANTOPEN)/.test(error.code);

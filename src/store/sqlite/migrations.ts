@@ -1,7 +1,7 @@
 import type { Database } from 'better-sqlite3';
 import { type Migration, pendingMigrations } from '../migrations.ts';
 import { fold, StoreOpenError } from '../store.ts';
-import { isBusy } from './errors.ts';
+import { isBusy, lockHeld } from './errors.ts';
 
 /** SQLite's schema, applied in order at start. */
 const MIGRATIONS: readonly Migration[] = [
@@ -212,7 +212,7 @@ export function migrate(db: Database, busyTimeoutMs: number): void {
   } catch (error) {
     if (!isBusy(error)) throw error;
     throw new StoreOpenError(
-      `another process held the write lock of ${db.name} for longer than DATABASE_TIMEOUT_MS (${busyTimeoutMs} ms) while its schema needed migrating to version ${MIGRATIONS.at(-1)?.version}; try again once it is done, or raise DATABASE_TIMEOUT_MS`,
+      lockHeld(db.name, busyTimeoutMs, `while its schema needed migrating to version ${MIGRATIONS.at(-1)?.version}`),
     );
   }
 }
