@@ -23,10 +23,10 @@ export function resetPeak(pid: number): boolean {
   }
 }
 
-/** User plus system CPU seconds the process has used so far. */
-export function cpuSeconds(pid: number): number | undefined {
+/** User plus system CPU seconds the process (or, given its id, one of its threads) has used so far. */
+export function cpuSeconds(pid: number, thread?: number): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, 'utf8');
     // The command name may hold spaces or parentheses; the fields after its last ')' are fixed.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;

@@ -32,7 +32,8 @@ export function buildService(root: string, workDir: string): ServiceEntry {
     outfile: layered,
     logLevel: 'warning',
   });
-  // The bundle leaves packages external; this link lets Node find them from the temp dir.
+  // The price list's server leaves packages external, and the service's bundle its native one (and
+  // finds the docs page's files in node_modules): this link lets Node find them from the temp dir.
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
   return {
     args: [outfile],

@@ -40,15 +40,7 @@ const FAULT_LOG_INTERVAL_MS = 60_000;
  * demand, so a service without traces never loads them.
  */
 export async function startTracing(env: Readonly<Record<string, string | undefined>>): Promise<Tracing> {
-  const [api, core, base, hooks, otlp, resources, semconv] = await Promise.all([
-    import('@opentelemetry/api'),
-    import('@opentelemetry/core'),
-    import('@opentelemetry/sdk-trace-base'),
-    import('@opentelemetry/context-async-hooks'),
-    import('@opentelemetry/exporter-trace-otlp-http'),
-    import('@opentelemetry/resources'),
-    import('@opentelemetry/semantic-conventions'),
-  ]);
+  const { api, core, base, hooks, otlp, resources, semconv } = await import('./tracing-sdk.ts');
   // Until the app's log exists, what the SDK has to say waits here (a few lines at most).
   let log: FastifyBaseLogger | undefined;
   const early: string[] = [];

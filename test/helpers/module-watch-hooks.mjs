@@ -14,7 +14,16 @@ export async function resolve(specifier, context, next) {
   return next(specifier, context);
 }
 
+/** esbuild's comment above each module a bundle carries: the module's path. */
+const BUNDLED = /^\/\/ (\S*\/node_modules\/@opentelemetry\/[^/]+\/)\S*$/gm;
+
 export async function load(url, context, next) {
+  const loaded = await next(url, context);
   if (url.includes('/node_modules/@opentelemetry/')) appendFileSync(file, `${url}\n`);
-  return next(url, context);
+  else if (url.startsWith('file:') && loaded.source != null) {
+    // A file of a bundle: the packages' folders it carries modules of, once each.
+    const folders = new Set([...String(loaded.source).matchAll(BUNDLED)].map((match) => match[1]));
+    for (const folder of folders) appendFileSync(file, `${folder} in ${url}\n`);
+  }
+  return loaded;
 }

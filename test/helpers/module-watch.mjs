@@ -1,8 +1,10 @@
 // Preloaded into a server a test starts (`node --import ./test/helpers/module-watch.mjs ...`): writes
 // to MODULE_WATCH_FILE, one a line, what the process loads of node_modules/@opentelemetry/:
 // `import SPECIFIER from PARENT` for each import of such a package by a module outside node_modules
-// (the service's own code, or its bundle), and the path of every such module loaded, ES modules
-// (through module-watch-hooks.mjs) and CommonJS files (read from require.cache as the process exits).
+// (the service's own code), and the path of every such module loaded, ES modules (through
+// module-watch-hooks.mjs) and CommonJS files (read from require.cache as the process exits); of a
+// bundle, which carries the packages in its own files, `FOLDER in FILE` for each package folder a
+// file it loads carries modules of.
 import { appendFileSync } from 'node:fs';
 import { createRequire, register } from 'node:module';
 import { isMainThread } from 'node:worker_threads';
