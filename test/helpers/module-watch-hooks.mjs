@@ -14,8 +14,11 @@ export async function resolve(specifier, context, next) {
   return next(specifier, context);
 }
 
-/** esbuild's comment above each module a bundle carries: the module's path. */
-const BUNDLED = /^\/\/ (\S*\/node_modules\/@opentelemetry\/[^/]+\/)\S*$/gm;
+/**
+ * esbuild's comment above each module a bundle carries: the module's path, from the folder it was
+ * built in (`node_modules/...`, or `../x/node_modules/...` where node_modules is a link elsewhere).
+ */
+const BUNDLED = /^\/\/ ((?:\S*\/)?node_modules\/@opentelemetry\/[^/]+\/)\S*$/gm;
 
 export async function load(url, context, next) {
   const loaded = await next(url, context);
