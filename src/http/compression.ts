@@ -17,13 +17,14 @@ const BROTLI_WINDOW_BITS = 18;
 
 /**
  * Which answers may be compressed, by media type: JSON (and `+json`, problems included), CSV,
- * NDJSON and the other text the service sends (pages, scripts, styles, metrics, SVG). Never
+ * NDJSON, YAML (the API's description at /docs/yaml) and the other text the service sends (pages,
+ * scripts, styles, metrics, SVG). Never
  * `text/event-stream`: an event must reach its subscriber when it is written, not when a
  * compressor's buffer fills. The plugin also compresses what mime-db calls compressible; every
  * such type the service sends is in this list too, which `test/http/compression.test.ts` checks.
  */
 const COMPRESSIBLE =
-  /^(?:application\/(?:json|[\w.+-]+\+json|x-ndjson|jsonl|javascript|xml|[\w.+-]+\+xml)|text\/(?!event-stream)[\w.+-]+|image\/svg\+xml)$/;
+  /^(?:application\/(?:json|[\w.+-]+\+json|x-ndjson|jsonl|x-yaml|yaml|javascript|xml|[\w.+-]+\+xml)|text\/(?!event-stream)[\w.+-]+|image\/svg\+xml)$/;
 
 /** Whether an answer of this Content-Type may be compressed (so its answers vary with Accept-Encoding). */
 export function compressible(contentType: unknown): boolean {

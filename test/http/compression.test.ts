@@ -251,6 +251,8 @@ for (const backend of BACKENDS) {
         '/admin/app.css',
         '/admin/icon.svg',
         '/docs/',
+        '/docs/json',
+        '/docs/yaml',
         '/',
       ];
       for (const path of paths) {
@@ -261,6 +263,11 @@ for (const backend of BACKENDS) {
           assert.ok(compressible(type), `${path} was compressed as ${type}, a type the rule leaves out`);
         }
         if (compressible(type)) assert.ok(varies(answer), `${path} (${type}) does not vary with Accept-Encoding`);
+      }
+      // The API's description in each of its forms is text of tens of kB: each goes out compressed.
+      for (const path of ['/openapi.json', '/docs/json', '/docs/yaml']) {
+        const answer = await raw(app(), path, { 'accept-encoding': 'gzip' });
+        assert.equal(answer.headers['content-encoding'], 'gzip', `${path} (${answer.headers['content-type']})`);
       }
     });
 
