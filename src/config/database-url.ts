@@ -20,6 +20,10 @@ export function parseDatabaseUrl(url: string): DatabaseConfig | string {
     return { kind: 'sqlite', path: decodeURIComponent(parsed.pathname) };
   }
   if (url.startsWith('file:')) return { kind: 'sqlite', path: url.slice('file:'.length) || './data/users.db' };
+  // Other tools' spelling of an SQLite file: taken as a path, it would make a folder named `sqlite:`.
+  if (/^sqlite3?:/i.test(url)) {
+    return `names SQLite as other tools do, ${JSON.stringify(url)}; here SQLite is file:PATH, file:///abs/path or a plain path`;
+  }
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
     return `has an unsupported scheme in ${JSON.stringify(hideCredentials(url))}; use postgres://..., file:PATH, a path, or :memory:`;
   }

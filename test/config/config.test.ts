@@ -385,6 +385,13 @@ const invalidRows: InvalidRow[] = [
     messages: [/DATABASE_URL/, /unsupported scheme/, /mysql:/],
     hidden: 'hunter2',
   },
+  // Other tools' SQLite spellings would otherwise be a relative path: a folder named `sqlite:`.
+  {
+    name: 'sqlite:PATH',
+    env: { DATABASE_URL: 'sqlite:/tmp/x.db' },
+    messages: [/DATABASE_URL/, /file:PATH/, /"sqlite:/],
+  },
+  { name: 'sqlite3://PATH', env: { DATABASE_URL: 'sqlite3:///tmp/x.db' }, messages: [/DATABASE_URL/, /sqlite3:/] },
   {
     name: 'HEADERS_TIMEOUT_MS longer than REQUEST_TIMEOUT_MS',
     env: { HEADERS_TIMEOUT_MS: '20000', REQUEST_TIMEOUT_MS: '10000' },
